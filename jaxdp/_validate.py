@@ -25,9 +25,9 @@ def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def _fmt_range(lo, hi, lo_open, hi_open) -> str:
-    left = "(" if lo_open else "["
-    right = ")" if hi_open else "]"
+def _fmt_range(lo, hi, lo_open, hi_open, allow_inf=False) -> str:
+    left = "(" if (lo_open or lo is None) else "["
+    right = ")" if (hi_open or (hi is None and not allow_inf)) else "]"
     lo_s = "-inf" if lo is None else f"{lo:g}"
     hi_s = "inf" if hi is None else f"{hi:g}"
     return f"{left}{lo_s}, {hi_s}{right}"
@@ -75,10 +75,10 @@ def check(
         if integer:
             bad |= np.isfinite(a) & (a != np.round(a))
         if bad.any():
-            first = a[bad].ravel()[0]
+            first = float(a[bad].ravel()[0])
             what = "an integer in " if integer else "in "
             raise ValueError(
-                f"{name} must be {what}{_fmt_range(lo, hi, lo_open, hi_open)}, got {first!r}"
+                f"{name} must be {what}{_fmt_range(lo, hi, lo_open, hi_open, allow_inf)}, got {first!r}"
             )
     xa = jnp.asarray(x)
     if not integer:
