@@ -28,6 +28,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 from math import comb
 
 import jax
@@ -183,18 +184,22 @@ def _u_moment_series(w, k3, k4):
     return jnp.stack(mom)  # (_NS + 1, _NS)
 
 
-def _loss_cumulant_series(w, k3, k4, poly):
+def _shift_tensor(poly):
+    # T[k, n, m, j] = poly[k, n - j, m]: coefficient of eps^n from eps^i E[U^m]_j, i + j = n.
+    T = np.zeros((4, _NS, _NS + 1, _NS))
+    for n in range(_NS):
+        for j in range(n + 1):
+            T[:, n, :, j] = poly[:, n - j, :]
+    return T
+
+
+_SHIFT_P = _shift_tensor(_LOG_POLY_P)
+_SHIFT_Q = _shift_tensor(_LOG_POLY_Q)
+
+
+def _loss_cumulant_series(w, k3, k4, shift):
     mom_u = _u_moment_series(w, k3, k4)
-    raw = []
-    for k in range(4):
-        # sum_{i,m} c[i, m] eps^i E[U^m]  ->  series in eps
-        s = jnp.zeros(_NS)
-        for i in range(_NS):
-            for m in range(_NS + 1):
-                c = poly[k, i, m]
-                if c != 0.0:
-                    s = s + c * jnp.concatenate([jnp.zeros(i), mom_u[m]])[:_NS]
-        raw.append(s)
+    raw = jnp.einsum("knmj,mj->kn", shift, mom_u)
     m1, m2, m3, m4 = raw
     m1sq = _smul(m1, m1)
     c1 = m1
@@ -210,11 +215,12 @@ def _loss_cumulant_series(w, k3, k4, poly):
     return jnp.stack([c1, c2, c3, c4])  # (4, _NS)
 
 
+@jax.jit
 def _loss_cumulants(sigma, M):
     w, k3, k4 = _lognormal_cumulants(sigma)
     eps_pow = (1.0 / jnp.sqrt(M)) ** jnp.arange(_NS)
-    cp = _loss_cumulant_series(w, k3, k4, _LOG_POLY_P) @ eps_pow
-    cq = _loss_cumulant_series(w, k3, k4, _LOG_POLY_Q) @ eps_pow
+    cp = _loss_cumulant_series(w, k3, k4, _SHIFT_P) @ eps_pow
+    cq = _loss_cumulant_series(w, k3, k4, _SHIFT_Q) @ eps_pow
     return cp, cq
 
 
@@ -249,29 +255,37 @@ def _edgeworth_coeffs(skew, exkurt, order):
     return c3, exkurt / 24.0, skew * skew / 72.0
 
 
+def _finite(x):
+    # phi(x) * polynomial(x) -> 0 at x = +-inf; evaluate the polynomial at 0 there (no inf * 0).
+    return jnp.where(jnp.isfinite(x), x, 0.0)
+
+
 def _ew_sf(x, c3, c4, c6):
     # 1 - F(x),  F(x) = Phi(x) - phi(x)[c3 He2 + c4 He3 + c6 He5]  (int_{-inf}^x phi He_n = -phi He_{n-1})
+    xs, x = x, _finite(x)
     x2 = x * x
     he2 = x2 - 1.0
     he3 = x * (x2 - 3.0)
     he5 = x * (x2 * x2 - 10.0 * x2 + 15.0)
-    return ndtr(-x) + _phi(x) * (c3 * he2 + c4 * he3 + c6 * he5)
+    return ndtr(-xs) + _phi(xs) * (c3 * he2 + c4 * he3 + c6 * he5)
 
 
 def _ew_cdf(x, c3, c4, c6):
+    xs, x = x, _finite(x)
     x2 = x * x
     he2 = x2 - 1.0
     he3 = x * (x2 - 3.0)
     he5 = x * (x2 * x2 - 10.0 * x2 + 15.0)
-    return ndtr(x) - _phi(x) * (c3 * he2 + c4 * he3 + c6 * he5)
+    return ndtr(xs) - _phi(xs) * (c3 * he2 + c4 * he3 + c6 * he5)
 
 
 def _ew_first_moment(x, c3, c4, c6):
     # E[S 1{S <= x}] = -phi(x)[1 + sum_n c_n (He_n + n He_{n-2})]   (y He_n = He_{n+1} + n He_{n-1}):
     #   He3 + 3He1 = x^3,  He4 + 4He2 = x^4 - 2x^2 - 1,  He6 + 6He4 = x^6 - 9x^4 + 9x^2 + 3.
+    xs, x = x, _finite(x)
     x2 = x * x
     poly = 1.0 + c3 * x2 * x + c4 * (x2 * x2 - 2.0 * x2 - 1.0) + c6 * (x2**3 - 9.0 * x2 * x2 + 9.0 * x2 + 3.0)
-    return -_phi(x) * poly
+    return -_phi(xs) * poly
 
 
 def _u_std_params(sigma, M, order):
@@ -376,6 +390,7 @@ def _points_lambda(sigma, M, E, order, num_points):
     return a_pts, f_pts
 
 
+@functools.partial(jax.jit, static_argnums=(4, 5))
 def _tradeoff_edgeworth_one(a, sigma, M, E, order, num_points):
     au, fu = _points_u(sigma, M, order, num_points)
     al, fl = _points_lambda(sigma, M, E, order, num_points)
@@ -419,6 +434,7 @@ def tradeoff_edgeworth(a, sigma, M, E=1, *, order=2, num_points=8193):
     return nan_where_invalid(f, ok)
 
 
+@functools.partial(jax.jit, static_argnums=(3,))
 def _delta_gap_one(sigma, M, E, order):
     # E = 1: TV = F_P(0) - F_Q(0) = -sqrt(v/M) E[S 1{S <= 0}] = sqrt(v/(2 pi M)) [1 - c4 + 3 c6].
     w, c3, c4, c6 = _u_std_params(sigma, M, order)
