@@ -9,7 +9,7 @@ from .couplings import (Coupling1D, quantile_coupling, wasserstein_p, wasserstei
                         wasserstein_inf, wasserstein_distances, sinkhorn, round_to_coupling,
                         independent_coupling, coupling_objective, optimise_coupling)
 from .divergences import (renyi_divergence, renyi_mixture, renyi_gaussian_shift, renyi_laplace_shift,
-                          renyi_gaussian_priors)
+                          renyi_gaussian_priors, renyi_discrete)
 from .calibration import (LAPLACE_METHODS, GAUSSIAN_METHODS, calibrate_laplace, calibrate_gaussian,
                           calibrate_condition, calibrate_exponential_family, calibrate_gaussian_prior,
                           calibrate_gaussian_mixture_prior, calibrate_all, laplace_scale, gaussian_scale,
@@ -20,7 +20,7 @@ __all__ = [
     "Coupling1D", "quantile_coupling", "wasserstein_p", "wasserstein_1", "wasserstein_2", "wasserstein_inf",
     "wasserstein_distances", "sinkhorn", "round_to_coupling", "independent_coupling", "coupling_objective",
     "optimise_coupling", "renyi_mixture", "renyi_gaussian_shift", "renyi_laplace_shift",
-    "renyi_gaussian_priors", "LAPLACE_METHODS", "GAUSSIAN_METHODS", "calibrate_condition",
+    "renyi_gaussian_priors", "renyi_discrete", "LAPLACE_METHODS", "GAUSSIAN_METHODS", "calibrate_condition",
     "calibrate_exponential_family", "calibrate_gaussian_prior", "calibrate_gaussian_mixture_prior",
     "calibrate_all", "laplace_scale", "gaussian_scale", "bound_theorem1", "bound_tight", "bound_theorem2",
     "expfam_bound",

@@ -75,38 +75,45 @@ def prepare_samples(name, samples, weights, *, wname, ndim=1):
 
 
 def _bracket_solve(fn, n_iter, illinois, lo, hi, params):
-    # one trace of fn for both ends (fn may be an expensive quadrature: compile time matters)
-    fends = jax.vmap(lambda z: fn(z, params))(jnp.stack([lo, hi]))
-    flo, fhi = fends[0], fends[1]
+    # fn is traced once (it may be an expensive quadrature: compile time matters): steps 0 and 1
+    # evaluate the bracket ends, the remaining n_iter steps shrink the bracket.
+    inf = jnp.asarray(jnp.inf, jnp.result_type(lo, float))
 
-    def body(_, st):
-        lo, hi, flo, fhi, side = st
-        mid = 0.5 * (lo + hi)
+    def body(k, st):
+        lo_, hi_, flo, fhi, side = st
+        mid = 0.5 * (lo_ + hi_)
         if illinois:
             fin = jnp.isfinite(flo) & jnp.isfinite(fhi) & (fhi > flo)
             den = jnp.where(fin, fhi - flo, 1.0)
-            xf = (lo * fhi - hi * flo) / den
+            xf = (lo_ * fhi - hi_ * flo) / den
+            w = hi_ - lo_
             # keep the regula-falsi point strictly inside, fall back to bisection otherwise
-            w = hi - lo
-            xf = jnp.clip(xf, lo + 1e-3 * w, hi - 1e-3 * w)
+            xf = jnp.clip(xf, lo_ + 1e-3 * w, hi_ - 1e-3 * w)
             x = jnp.where(fin, xf, mid)
         else:
             x = mid
+        x = jnp.where(k == 0, lo, jnp.where(k == 1, hi, x))
         fx = fn(x, params)
+        init = k < 2
         feas = fx <= 0.0
+        nlo = jnp.where(init, lo_, jnp.where(feas, x, lo_))
+        nhi = jnp.where(init, hi_, jnp.where(feas, hi_, x))
         # Illinois: halve the retained end's value when the same end is kept twice in a row
-        nlo = jnp.where(feas, x, lo)
-        nhi = jnp.where(feas, hi, x)
-        nflo = jnp.where(feas, fx, jnp.where(side == -1, 0.5 * flo, flo))
-        nfhi = jnp.where(feas, jnp.where(side == 1, 0.5 * fhi, fhi), fx)
-        nside = jnp.where(feas, 1, -1).astype(jnp.int32)
+        nflo = jnp.where(k == 0, fx, jnp.where(init, flo,
+                         jnp.where(feas, fx, jnp.where(side == -1, 0.5 * flo, flo))))
+        nfhi = jnp.where(k == 1, fx, jnp.where(init, fhi,
+                         jnp.where(feas, jnp.where(side == 1, 0.5 * fhi, fhi), fx)))
+        nside = jnp.where(init, 0, jnp.where(feas, 1, -1)).astype(jnp.int32)
+        # if hi itself is feasible the answer is hi: collapse the bracket there
+        collapse = (k == 1) & (fx <= 0.0)
+        nlo = jnp.where(collapse, hi, nlo)
+        nflo = jnp.where(collapse, fx, nflo)
+        # lo infeasible: keep it (NaN below)
         return nlo, nhi, nflo, nfhi, nside
 
-    st = (lo, hi, flo, fhi, jnp.zeros_like(lo, dtype=jnp.int32))
-    lo2, hi2, *_ = jax.lax.fori_loop(0, n_iter, body, st)
-    # if even hi is feasible, hi is the answer
-    x = jnp.where(fhi <= 0.0, hi, lo2)
-    return jnp.where(flo <= 0.0, x, jnp.nan)
+    st = (lo, hi, inf * jnp.ones_like(lo), inf * jnp.ones_like(lo), jnp.zeros(jnp.shape(lo), jnp.int32))
+    lo2, hi2, flo2, *_ = jax.lax.fori_loop(0, n_iter + 2, body, st)
+    return jnp.where(flo2 <= 0.0, lo2, jnp.nan)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))

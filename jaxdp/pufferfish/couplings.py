@@ -64,8 +64,8 @@ def quantile_coupling(x, y, wx=None, wy=None) -> Coupling1D:
     mass = jnp.diff(jnp.concatenate([jnp.zeros(1), t]))
     mass = jnp.maximum(mass, 0.0)
     # the segment (t_{k-1}, t_k] lies in quantile cell searchsorted(c, t_k, 'left')
-    ix = jnp.clip(jnp.searchsorted(cx, t, side="left"), 0, x.shape[0] - 1)
-    iy = jnp.clip(jnp.searchsorted(cy, t, side="left"), 0, y.shape[0] - 1)
+    ix = jnp.clip(jnp.searchsorted(cx, t, side="left", method="compare_all"), 0, x.shape[0] - 1)
+    iy = jnp.clip(jnp.searchsorted(cy, t, side="left", method="compare_all"), 0, y.shape[0] - 1)
     return Coupling1D(xs[ix], ys[iy], mass)
 
 

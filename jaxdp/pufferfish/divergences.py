@@ -43,6 +43,8 @@ alpha = inf (Laplace only, exact): on each panel :math:`q_i/q_j` is a Moebius fu
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -113,8 +115,8 @@ def _lap_coeffs(x, lw, t, b):
     cl = _cumlse(lws + (xs - x0) / b)            # prefix
     cr = _cumlse(lws - (xs - x0) / b, reverse=True)  # suffix
     n = xs.shape[0]
-    kl = jnp.searchsorted(xs, t, side="right")  # number of x <= t
-    kr = jnp.searchsorted(xs, t, side="left")   # first index with x >= t
+    kl = jnp.searchsorted(xs, t, side="right", method="compare_all")  # number of x <= t
+    kr = jnp.searchsorted(xs, t, side="left", method="compare_all")   # first index with x >= t
     logL = jnp.where(kl > 0, cl[jnp.clip(kl - 1, 0, n - 1)] - (t - x0) / b, -jnp.inf)
     logR = jnp.where(kr < n, cr[jnp.clip(kr, 0, n - 1)] + (t - x0) / b, -jnp.inf)
     return logL, logR
@@ -261,6 +263,7 @@ def _renyi_from_logI(logI, rel_err, alpha):
     return est, up
 
 
+@functools.partial(jax.jit, static_argnames=("noise", "grid", "order"))
 def renyi_mixture(x, wx, y, wy, *, alpha, noise, scale, grid=256, order=8):
     """Kernel (no validation): ``(estimate, upper)`` of D_alpha(mu_x * p || mu_y * p).
 
