@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import ndtr, ndtri
+from jax.scipy.special import log_ndtr, ndtr, ndtri
 
 from .. import _config  # noqa: F401
 from ..mechanisms.base import pytree_dataclass
@@ -44,7 +44,7 @@ def gaussian_delta(epsilon, mu):
     (Balle & Wang 2018; Dong, Roth & Su 2022, Corollary 2.13.)
     """
     eps = jnp.asarray(epsilon, dtype=jnp.float64)
-    return ndtr(-eps / mu + mu / 2) - jnp.exp(eps) * ndtr(-eps / mu - mu / 2)
+    return ndtr(-eps / mu + mu / 2) - jnp.exp(eps + log_ndtr(-eps / mu - mu / 2))
 
 
 def gaussian_epsilon(delta, mu, *, iters: int = 200):
@@ -65,7 +65,7 @@ def gaussian_epsilon(delta, mu, *, iters: int = 200):
         e = jax.lax.stop_gradient(hi)
         # one Newton step at the converged root: value unchanged, gradient = implicit function thm
         g = gaussian_delta(e, m) - d
-        dg = -jnp.exp(e) * ndtr(-e / m - m / 2)
+        dg = -jnp.exp(e + log_ndtr(-e / m - m / 2))
         e = e - g / dg
         return jnp.where(gaussian_delta(0.0, m) <= d, 0.0, e)
 
@@ -115,9 +115,13 @@ class PiecewiseLinear:
     def tv_gap(self):
         return self.delta(0.0)
 
-    def gdp_mu(self):
-        """Smallest mu with f >= G_mu; checking vertices suffices (G_mu convex, f linear between)."""
-        inner = (self.a > 0) & (self.a < 1)
+    def gdp_mu(self, a_max: float = 1.0):
+        """Smallest mu with f >= G_mu on [0, a_max]; vertices suffice (G_mu convex, f linear between).
+
+        A discretised curve reaches 0 slightly before a = 1 (its lattice is finite), which strictly
+        makes mu infinite; ``a_max = 1 - 1e-12`` (say) asks for the guarantee where it matters.
+        """
+        inner = (self.a > 0) & (self.a < 1) & (self.a <= a_max)
         mu = jnp.where(inner, -ndtri(self.a) - ndtri(jnp.clip(self.f, 0.0, 1.0)), -jnp.inf)
         return jnp.maximum(jnp.max(mu), 0.0)
 
