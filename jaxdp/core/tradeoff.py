@@ -119,7 +119,8 @@ class PiecewiseLinear:
         """Smallest mu with f >= G_mu on [0, a_max]; vertices suffice (G_mu convex, f linear between).
 
         A discretised curve reaches 0 slightly before a = 1 (its lattice is finite), which strictly
-        makes mu infinite; ``a_max = 1 - 1e-12`` (say) asks for the guarantee where it matters.
+        makes mu infinite (as does the additive roundoff allowance); ``a_max = 1 - 1e-6`` (say) asks for
+        the guarantee where it matters.
         """
         inner = (self.a > 0) & (self.a < 1) & (self.a <= a_max)
         mu = jnp.where(inner, -ndtri(self.a) - ndtri(jnp.clip(self.f, 0.0, 1.0)), -jnp.inf)
