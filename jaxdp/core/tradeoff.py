@@ -115,14 +115,15 @@ class PiecewiseLinear:
     def tv_gap(self):
         return self.delta(0.0)
 
-    def gdp_mu(self, a_max: float = 1.0):
-        """Smallest mu with f >= G_mu on [0, a_max]; vertices suffice (G_mu convex, f linear between).
+    def gdp_mu(self, a_min: float = 0.0, a_max: float = 1.0):
+        """Smallest mu with f >= G_mu on [a_min, a_max]; vertices suffice (G_mu convex, f linear between).
 
         A discretised curve reaches 0 slightly before a = 1 (its lattice is finite), which strictly
         makes mu infinite (as does the additive roundoff allowance); ``a_max = 1 - 1e-6`` (say) asks for
-        the guarantee where it matters.
+        the guarantee where it matters; likewise ``a_min = 1e-9`` near a = 0, where an additive
+        allowance of 1e-10 on f already exceeds 1 - G_mu(a).
         """
-        inner = (self.a > 0) & (self.a < 1) & (self.a <= a_max)
+        inner = (self.a > 0) & (self.a < 1) & (self.a <= a_max) & (self.a >= a_min)
         mu = jnp.where(inner, -ndtri(self.a) - ndtri(jnp.clip(self.f, 0.0, 1.0)), -jnp.inf)
         return jnp.maximum(jnp.max(mu), 0.0)
 
