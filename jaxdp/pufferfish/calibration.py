@@ -54,7 +54,7 @@ from .._validate import check_choice, check
 from ._common import (check_alpha, check_epsilon, prepare_samples, nan_where_invalid, solve_increasing,
                       log_g_laplace, is_traced)
 from .couplings import quantile_coupling, optimise_coupling
-from .divergences import renyi_mixture, renyi_gaussian_priors, renyi_discrete
+from .divergences import renyi_mixture_both, renyi_gaussian_priors, renyi_discrete
 
 LAPLACE_METHODS = ("theorem1", "tight", "exact", "pierquin", "song")
 GAUSSIAN_METHODS = ("theorem2", "exact", "pierquin")
@@ -166,12 +166,11 @@ def laplace_scale(x, wx, y, wy, alpha, eps, *, method="theorem1", grid=256, orde
 
     def bound(u, x, wx, y, wy, alpha):
         b = 1.0 / u
-        _, up1 = renyi_mixture(x, wx, y, wy, alpha=alpha, noise="laplace", scale=b, grid=grid, order=order)
-        _, up2 = renyi_mixture(y, wy, x, wx, alpha=alpha, noise="laplace", scale=b, grid=grid, order=order)
-        return jnp.maximum(up1, up2)
+        _, up = renyi_mixture_both(x, wx, y, wy, alpha=alpha, noise="laplace", scale=b, grid=grid, order=order)
+        return jnp.max(up)
 
     bt = _safe_pos(b_tight)
-    u = _solve_log(bound, 0.5 / bt, 1e3 / bt, (x, wx, y, wy, alpha), eps, n_iter=exact_iters, illinois=True)
+    u = _solve_log(bound, 0.5 / bt, 1e2 / bt, (x, wx, y, wy, alpha), eps, n_iter=exact_iters, illinois=True)
     b = jnp.where(jnp.isfinite(u), 1.0 / jnp.where(jnp.isfinite(u), u, 1.0), jnp.inf)
     b = jnp.minimum(b, b_tight)
     b = jnp.where(_noise_free_ok(x, wx, y, wy, alpha, eps), 0.0, b)
@@ -213,13 +212,12 @@ def gaussian_scale(x, wx, y, wy, alpha, eps, *, method="theorem2", grid=192, ord
 
     def bound(w, x, wx, y, wy, a):
         s = jnp.sqrt(0.5 / w)
-        _, up1 = renyi_mixture(x, wx, y, wy, alpha=a, noise="gaussian", scale=s, grid=grid, order=order)
-        _, up2 = renyi_mixture(y, wy, x, wx, alpha=a, noise="gaussian", scale=s, grid=grid, order=order)
-        return jnp.maximum(up1, up2)
+        _, up = renyi_mixture_both(x, wx, y, wy, alpha=a, noise="gaussian", scale=s, grid=grid, order=order)
+        return jnp.max(up)
 
     st = jnp.where(jnp.isfinite(s_t2) & (s_t2 > 0), s_t2, 1.0)
     w_t2 = 0.5 / st**2
-    w = _solve_log(bound, 0.5 * w_t2, 1e4 * w_t2, (x, wx, y, wy, a), eps, n_iter=exact_iters, illinois=True)
+    w = _solve_log(bound, 0.5 * w_t2, 1e2 * w_t2, (x, wx, y, wy, a), eps, n_iter=exact_iters, illinois=True)
     s = jnp.where(jnp.isfinite(w), jnp.sqrt(0.5 / jnp.where(jnp.isfinite(w), w, 1.0)), jnp.inf)
     s = jnp.minimum(s, s_t2)
     s = jnp.where(a_inf, jnp.inf, s)
@@ -503,7 +501,8 @@ def calibrate_gaussian_mixture_prior(weights_i, means_i, stds_i, weights_j, mean
     return nan_where_invalid(jnp.sqrt(0.5 / best_w), ok), best_P
 
 
-def calibrate_all(x, wx, y, wy, alpha, eps, *, exact=True, grid=256, order=8, exact_iters=28):
+def calibrate_all(x, wx, y, wy, alpha, eps, *, exact=True, grid=256, order=8, exact_iters=28, gaussian_grid=192,
+                  gaussian_order=6):
     """Kernel returning every method's scale at once (dict), jit/vmap-able over (alpha, eps, weights)."""
     out = {}
     for m in LAPLACE_METHODS:
@@ -514,7 +513,8 @@ def calibrate_all(x, wx, y, wy, alpha, eps, *, exact=True, grid=256, order=8, ex
     for m in GAUSSIAN_METHODS:
         if m == "exact" and not exact:
             continue
-        out["gaussian_" + m] = gaussian_scale(x, wx, y, wy, alpha, eps, method=m, exact_iters=exact_iters)
+        out["gaussian_" + m] = gaussian_scale(x, wx, y, wy, alpha, eps, method=m, exact_iters=exact_iters,
+                                              grid=gaussian_grid, order=gaussian_order)
     return out
 
 

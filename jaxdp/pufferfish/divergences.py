@@ -137,8 +137,11 @@ def _lap_quad(x, lwx, y, lwy, b, alpha, grid, order):
         return jnp.logaddexp(lL[:-1, None] - s / b, lR[1:, None] - (h[:, None] - s) / b) - jnp.log(2.0 * b)
 
     def integrate(rel, wts):
+        # both directions (i||j, j||i) from the same log-densities
         lwts = jnp.where(wts > 0, jnp.log(jnp.where(wts > 0, wts, 1.0)), -jnp.inf)
-        return jax.nn.logsumexp(alpha * logq(lLx, lRx, rel) + (1.0 - alpha) * logq(lLy, lRy, rel) + lwts)
+        lqi, lqj = logq(lLx, lRx, rel), logq(lLy, lRy, rel)
+        return jnp.stack([jax.nn.logsumexp(alpha * lqi + (1.0 - alpha) * lqj + lwts),
+                          jax.nn.logsumexp(alpha * lqj + (1.0 - alpha) * lqi + lwts)])
 
     relc = 0.5 * h[:, None] * (gx[None, :] + 1.0)
     wc = 0.5 * h[:, None] * gw[None, :]
@@ -147,8 +150,12 @@ def _lap_quad(x, lwx, y, lwy, b, alpha, grid, order):
     lic = integrate(relc, wc)
     lif = integrate(relf, wf)
     # closed-form tails: beyond hi, q = L(hi) e^{-(z-hi)/b} / (2b); below lo, q = R(lo) e^{-(lo-z)/b} / (2b)
-    ltail_r = alpha * lLx[-1] + (1.0 - alpha) * lLy[-1] - jnp.log(2.0)
-    ltail_l = alpha * lRx[0] + (1.0 - alpha) * lRy[0] - jnp.log(2.0)
+    ex = jnp.stack([lLx[-1], lLy[-1]])
+    ey = jnp.stack([lLy[-1], lLx[-1]])
+    fx = jnp.stack([lRx[0], lRy[0]])
+    fy = jnp.stack([lRy[0], lRx[0]])
+    ltail_r = alpha * ex + (1.0 - alpha) * ey - jnp.log(2.0)
+    ltail_l = alpha * fx + (1.0 - alpha) * fy - jnp.log(2.0)
     ltails = jnp.logaddexp(ltail_r, ltail_l)
     logI_f = jnp.logaddexp(lif, ltails)
     logI_c = jnp.logaddexp(lic, ltails)
@@ -192,8 +199,11 @@ def _gauss_quad(x, lwx, y, lwy, sigma, alpha, grid, order):
     T = jnp.sqrt(2.0 * (jnp.maximum(lB, 0.0) + 60.0))
     xmin, xmax = jnp.min(x), jnp.max(x)
     ymin, ymax = jnp.min(y), jnp.max(y)
-    cen_lo = jnp.where(a_gt1, a_s * xmin - (a_s - 1.0) * ymax, jnp.minimum(xmin, ymin))
-    cen_hi = jnp.where(a_gt1, a_s * xmax - (a_s - 1.0) * ymin, jnp.maximum(xmax, ymax))
+    # pair-term centres alpha x - (alpha-1) y for both directions (i||j and j||i)
+    cen_lo = jnp.where(a_gt1, jnp.minimum(a_s * xmin - (a_s - 1.0) * ymax, a_s * ymin - (a_s - 1.0) * xmax),
+                       jnp.minimum(xmin, ymin))
+    cen_hi = jnp.where(a_gt1, jnp.maximum(a_s * xmax - (a_s - 1.0) * ymin, a_s * ymax - (a_s - 1.0) * xmin),
+                       jnp.maximum(xmax, ymax))
     lo = jnp.minimum(cen_lo, jnp.minimum(xmin, ymin)) - T * sigma
     hi = jnp.maximum(cen_hi, jnp.maximum(xmax, ymax)) + T * sigma
     h = (hi - lo) / grid
@@ -207,7 +217,10 @@ def _gauss_quad(x, lwx, y, lwy, sigma, alpha, grid, order):
 
     def integrate(rel, wts):
         z = left[:, None] + rel
-        return jax.nn.logsumexp(a_s * lq(x, lwx, z) + (1.0 - a_s) * lq(y, lwy, z) + jnp.log(wts))
+        lqi, lqj = lq(x, lwx, z), lq(y, lwy, z)
+        lw = jnp.log(wts)
+        return jnp.stack([jax.nn.logsumexp(a_s * lqi + (1.0 - a_s) * lqj + lw),
+                          jax.nn.logsumexp(a_s * lqj + (1.0 - a_s) * lqi + lw)])
 
     relc = 0.5 * h * (gx[None, :] + 1.0) * jnp.ones((grid, 1))
     wc = 0.5 * h * gw[None, :] * jnp.ones((grid, 1))
@@ -270,6 +283,14 @@ def renyi_mixture(x, wx, y, wy, *, alpha, noise, scale, grid=256, order=8):
     ``noise`` is ``"laplace"`` (scale = b) or ``"gaussian"`` (scale = sigma). Zero weights allowed.
     alpha = inf is exact for Laplace and +inf for Gaussian (unless the laws coincide).
     """
+    est, up = renyi_mixture_both(x, wx, y, wy, alpha=alpha, noise=noise, scale=scale, grid=grid, order=order)
+    return est[0], up[0]
+
+
+@functools.partial(jax.jit, static_argnames=("noise", "grid", "order"))
+def renyi_mixture_both(x, wx, y, wy, *, alpha, noise, scale, grid=256, order=8):
+    """Both directions at once: ``(estimate, upper)``, each of shape (2,) for (x||y, y||x);
+    the log-densities are shared, so this costs about half of two calls."""
     x = jnp.asarray(x, jnp.float64)
     y = jnp.asarray(y, jnp.float64)
     wx = jnp.asarray(wx, jnp.float64)
@@ -283,7 +304,9 @@ def renyi_mixture(x, wx, y, wy, *, alpha, noise, scale, grid=256, order=8):
     if noise == "laplace":
         logI, re = _lap_quad(x, lwx, y, lwy, scale, a_s, grid, order)
         est, up = _renyi_from_logI(logI, re, a_s)
-        dinf, m = _lap_dinf(x, lwx, y, lwy, scale)
+        d1, m = _lap_dinf(x, lwx, y, lwy, scale)
+        d2, _ = _lap_dinf(y, lwy, x, lwx, scale)
+        dinf = jnp.stack([d1, d2])
         est = jnp.where(a_inf, dinf, est)
         up = jnp.where(a_inf, dinf + m, up)
     elif noise == "gaussian":
@@ -327,5 +350,5 @@ def renyi_divergence(samples_i, samples_j, *, alpha, noise, scale, weights_i=Non
 
 __all__ = [
     "renyi_gaussian_shift", "renyi_laplace_shift", "renyi_gaussian_priors", "renyi_mixture",
-    "renyi_divergence", "renyi_discrete",
+    "renyi_divergence", "renyi_discrete", "renyi_mixture_both",
 ]
