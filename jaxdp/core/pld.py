@@ -67,7 +67,7 @@ class Grid:
     hoeffding_eta: float = 1e-3
     hoeffding_eta_abs: float = 1e-14
     num_chernoff: int = 192
-    coarse_size: int = 4096
+    coarse_size: int = 8192
 
 
 DEFAULT_GRID = Grid()
@@ -353,8 +353,8 @@ def compose(
     coarse = []
     spread = 0.0
     for (m, _), k, lo, hi in zip(components, ks, los, his):
-        h1 = jnp.maximum(hi - lo, 1e-300) / (nc - 1)
-        off1 = jnp.floor(lo / h1)
+        h1 = jnp.maximum(hi - lo, 1e-300) / (nc - 3)
+        off1 = jnp.floor(lo / h1) - 1.0
         p1, _, _ = ctd_pmf(m, direction, h1, off1, nc)
         p1 = jax.lax.stop_gradient(p1)
         l1 = (off1 + jnp.arange(nc)) * h1
@@ -398,7 +398,7 @@ def compose(
     x_hi = (w_lo.astype(jnp.float64) + n - 0.5) * h
     t_up = ts[jnp.argmin(jnp.where(ts > 0, -ts * x_hi + Ksum, jnp.inf))]
     t_dn = ts[jnp.argmin(jnp.where(ts < 0, -ts * x_lo + Ksum, jnp.inf))]
-    mult = jnp.array([0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0])
+    mult = jnp.geomspace(1.0 / 16.0, 16.0, 17)
     tf = jnp.concatenate([t_dn * mult, t_up * mult])
     Kfine = sum(k * _log_mgf(p, l, tf) for k, p, l in fine_parts)
     lb = _chernoff_bound(Kfine, tf, x_lo, upper=False)
