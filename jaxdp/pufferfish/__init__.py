@@ -25,3 +25,9 @@ __all__ = [
     "calibrate_all", "laplace_scale", "gaussian_scale", "bound_theorem1", "bound_tight", "bound_theorem2",
     "expfam_bound",
 ]
+from .mechanisms import (AdditiveNoiseMechanism, sample_noise, laplace_mechanism, gaussian_mechanism,
+                         exponential_family_mechanism)
+from . import datasets, experiments  # noqa: F401
+
+__all__ += ["AdditiveNoiseMechanism", "sample_noise", "laplace_mechanism", "gaussian_mechanism",
+            "exponential_family_mechanism", "datasets", "experiments"]
