@@ -1,0 +1,366 @@
+r"""DP-SGD with random shuffling in f-DP (van Dijk & Ertan 2026, arXiv 2605.06259).
+
+**Threat model and adjacency.**  Every number here is for *add/remove one example*, against the
+worst-case adversary who knows every other example's contribution and sees all M noisy batch
+sums of each epoch: one epoch is then the test of :math:`P = N(0, I_M)` against
+:math:`Q = \frac1M\sum_j N(e_j/\sigma, I_M)` (the differing example sits in a uniformly random
+round).  This is the same pair as *random allocation* / balls-and-bins with one slot per example
+(Feldman & Shenfeld; the ``pld-accounting`` package, arXiv 2602.17284).  Epochs reshuffle
+independently, so E epochs are the exact E-fold composition.  Direction ``"remove"`` is
+:math:`T(P, Q)` (A = Q, B = P), ``"add"`` the reverse pair; ``epsilon_for_delta`` reports the worse.
+
+**Replace-one adjacency with fixed batches is not covered**: Chua et al. (2024) show lower bounds
+far above Poisson there (eps >= 4.06 at sigma = 1, 100 steps, delta = 1e-5); passing
+``neighboring="replace_one"`` raises rather than silently reusing add/remove numbers.
+
+Methods of :func:`tradeoff` / :func:`delta_gap`:
+
+* ``"exact"`` -- the exact curve: single epoch from the exact law of the likelihood ratio
+  (:mod:`jaxdp.mechanisms.shuffled`, error <= 1e-8), E epochs through the certified PLD engine
+  (the pessimistic end of a bracket whose width is reported by the ``*_bracket`` companions).
+  M = 1 is the Gaussian mechanism: :math:`G_{\sqrt E/\sigma}` in closed form.
+* ``"berry_esseen"`` -- the paper's closed-form lower bound on f (valid where
+  :math:`\sigma \ge \sqrt{3/\ln M}`; NaN elsewhere). [R] reconstruction, constant ``C`` = 0.56.
+* ``"linear_test"`` -- an upper bound on f (the test on the sum of all coordinates).
+* ``"clt"``, ``"edgeworth"`` -- asymptotic approximations, not bounds.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .. import _config  # noqa: F401
+from .._batch import broadcast_map
+from .._validate import check, check_choice, nan_where_invalid
+from ..core import pld as _pld
+from ..core import tradeoff as _tf
+from ..mechanisms import shuffled as _exact
+from ..mechanisms.base import pytree_dataclass
+from ..mechanisms.shuffled import ShuffledGaussian
+from . import asymptotics, closed_form
+
+ADJACENCY = (
+    "add/remove one example; the adversary knows all other contributions and sees every round "
+    "(random allocation with one slot per example)"
+)
+METHODS = ("exact", "berry_esseen", "linear_test", "clt", "edgeworth")
+NEIGHBORING = ("add_remove", "replace_one")
+
+#: PLD grid for multi-epoch exact accounting (static).  The shuffled law is tabulated by the
+#: mechanism, so a 2^16-cell PLD keeps brackets at ~1e-3 relative for E up to 1e4.
+SHUFFLE_GRID = _pld.Grid(size=2**16)
+
+
+def _refuse_replace_one(neighboring):
+    check_choice("neighboring", neighboring, NEIGHBORING)
+    if neighboring == "replace_one":
+        raise NotImplementedError(
+            "replace-one adjacency with fixed-size shuffled batches is not supported: the add/remove "
+            "analysis does not apply, and Chua et al. (2024, 'How private are DP-SGD implementations?') "
+            "show lower bounds far above Poisson there (eps >= 4.06 at sigma = 1, 100 steps, "
+            "delta = 1e-5). jaxdp has no bound for it that it can prove sound; use add/remove adjacency "
+            "(the default) or Poisson subsampling."
+        )
+
+
+def _params(noise_multiplier, num_rounds, num_epochs):
+    s, ok1 = check("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
+    m, ok2 = check("num_rounds", num_rounds, lo=1.0)
+    e, ok3 = check("num_epochs", num_epochs, lo=1.0, integer=True)
+    return s, m, e, ok1 & ok2 & ok3
+
+
+@pytree_dataclass
+class Bracket:
+    """A certified value: the truth lies in ``[lower, upper]``; ``value`` is the pessimistic end."""
+
+    lower: jax.Array
+    upper: jax.Array
+    value: jax.Array
+
+
+# ------------------------------------------------------------------------------------------------
+# multi-epoch exact accounting through the PLD engine
+# ------------------------------------------------------------------------------------------------
+
+
+def _plds(sigma, m, epochs, directions, grid):
+    mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m)
+    return [_pld.self_compose(mech, epochs.astype(jnp.int64), d, grid) for d in directions]
+
+
+@functools.partial(jax.jit, static_argnames=("grid",))
+def _eps_core(d, s, m, e, ok, grid):
+    def one(d_, s_, m_, e_):
+        ps = _plds(s_, m_, e_, ("remove", "add"), grid)
+        g = _tf.gaussian_epsilon(d_, jnp.sqrt(e_) / s_)  # M = 1: the Gaussian mechanism, exact
+        up = jnp.max(jnp.stack([p.epsilon_upper(d_) for p in ps]))
+        lo = jnp.max(jnp.stack([p.epsilon_lower(d_) for p in ps]))
+        one_round = m_ == 1.0
+        return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
+
+    d, s, m, e, ok = jnp.broadcast_arrays(d, s, m, e, ok)
+    lo, up = broadcast_map(one, jnp.where(ok, d, 1e-5), jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+    return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+def epsilon_for_delta_bracket(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
+    """Certified bracket on eps(delta) after ``num_epochs`` shuffled epochs (worse direction)."""
+    _refuse_replace_one(neighboring)
+    d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    lo, up = _eps_core(d, s, m, e, ok & okd, grid)
+    return Bracket(lower=lo, upper=up, value=up)
+
+
+def epsilon_for_delta(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID):
+    r"""Certified upper bound on :math:`\varepsilon(\delta)` (worse of add and remove) for E epochs of M rounds."""
+    return epsilon_for_delta_bracket(
+        delta, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs,
+        neighboring=neighboring, grid=grid,
+    ).upper
+
+
+@functools.partial(jax.jit, static_argnames=("grid",))
+def _delta_core(x, s, m, e, ok, grid):
+    def one(x_, s_, m_, e_):
+        ps = _plds(s_, m_, e_, ("remove", "add"), grid)
+        g = _tf.gaussian_delta(x_, jnp.sqrt(e_) / s_)
+        up = jnp.max(jnp.stack([p.delta_upper(x_) for p in ps]))
+        lo = jnp.max(jnp.stack([p.delta_lower(x_) for p in ps]))
+        one_round = m_ == 1.0
+        return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
+
+    x, s, m, e, ok = jnp.broadcast_arrays(x, s, m, e, ok)
+    lo, up = broadcast_map(one, jnp.where(ok, x, 1.0), jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+    return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+def delta_for_epsilon_bracket(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
+    _refuse_replace_one(neighboring)
+    x, okx = check("epsilon", epsilon)
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    lo, up = _delta_core(x, s, m, e, ok & okx, grid)
+    return Bracket(lower=lo, upper=up, value=up)
+
+
+def delta_for_epsilon(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID):
+    r"""Certified upper bound on :math:`\delta(\varepsilon)` (worse direction)."""
+    return delta_for_epsilon_bracket(
+        epsilon, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs,
+        neighboring=neighboring, grid=grid,
+    ).upper
+
+
+# ------------------------------------------------------------------------------------------------
+# trade-off curves and gaps
+# ------------------------------------------------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("grid", "reverse"))
+def _tradeoff_exact_core(a, s, m, e, ok, grid, reverse):
+    """Pessimistic (lower) and optimistic (upper) ends of the exact curve, shape params + a.shape."""
+
+    def one(s_, m_, e_):
+        direction = "add" if reverse else "remove"
+        # single epoch: the exact law directly (error <= 1e-8: both ends equal)
+        f1 = (_exact.tradeoff_reverse if reverse else _exact.tradeoff)(a, s_, m_)
+        # several epochs: certified PLD bracket (computed for E = 1 too, then discarded)
+        p = _plds(s_, m_, e_, (direction,), grid)[0]
+        lo, up = p.tradeoff_lower(a), p.tradeoff_upper(a)
+        g = _tf.gaussian(a, jnp.sqrt(e_) / s_)
+        single = e_ == 1.0
+        lo = jnp.where(single, f1, lo)
+        up = jnp.where(single, f1, up)
+        one_round = m_ == 1.0
+        return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
+
+    s, m, e, ok = jnp.broadcast_arrays(s, m, e, ok)
+    lo, up = broadcast_map(one, jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+    okb = ok.reshape(ok.shape + (1,) * a.ndim)
+    return nan_where_invalid(lo, okb), nan_where_invalid(up, okb)
+
+
+def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=False, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
+    """Bracket on the exact E-epoch curve T(P, Q) (``reverse=True``: T(Q, P)); ``value`` = lower end."""
+    _refuse_replace_one(neighboring)
+    a, oka = check("a", a, lo=0.0, hi=1.0)
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    lo, up = _tradeoff_exact_core(a, s, m, e, ok, grid, bool(reverse))
+    lo, up = nan_where_invalid(lo, oka), nan_where_invalid(up, oka)
+    return Bracket(lower=lo, upper=up, value=lo)
+
+
+def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", reverse=False, neighboring="add_remove"):
+    r"""Trade-off curve :math:`f = T(P, Q)^{\otimes E}` of E shuffled epochs at type I errors ``a``.
+
+    ``method``: ``"exact"`` (pessimistic end of the certified bracket; exact to 1e-8 for E = 1),
+    ``"berry_esseen"`` (the paper's lower bound on f), ``"linear_test"`` (upper bound on f),
+    ``"clt"``, ``"edgeworth"`` (approximations).  Result shape: ``params.shape + a.shape`` for
+    ``"exact"``, broadcast of all arguments otherwise.
+
+    Example::
+
+        >>> import jaxdp.shuffle as sh
+        >>> float(sh.tradeoff(0.1, noise_multiplier=1.0, num_rounds=1000))  # doctest: +SKIP
+    """
+    _refuse_replace_one(neighboring)
+    check_choice("method", method, METHODS)
+    if method == "exact":
+        return tradeoff_bracket(a, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs, reverse=reverse).lower
+    a_, oka = check("a", a, lo=0.0, hi=1.0)
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    if reverse and method in ("berry_esseen",):
+        # (1 - delta)^E - a is symmetric in the pair, so it bounds the reverse curve too
+        pass
+    if method == "berry_esseen":
+        f = closed_form.tradeoff_berry_esseen(a_, s, m, e)
+    elif method == "linear_test":
+        f = closed_form.tradeoff_linear_test(a_, s, m, e)  # G_mu is symmetric
+    elif method == "clt":
+        f = asymptotics.tradeoff_clt(a_, s, m, e)
+    else:
+        if reverse:
+            raise ValueError("method='edgeworth' is available for the forward curve T(P, Q) only (reverse=False)")
+        f = asymptotics.tradeoff_edgeworth(a_, s, m, e)
+    return nan_where_invalid(f, ok & oka)
+
+
+@functools.partial(jax.jit, static_argnames=("grid",))
+def _gap_exact_core(s, m, e, ok, grid):
+    def one(s_, m_, e_):
+        tv1 = _exact.tv_gap(s_, m_)
+        p = _plds(s_, m_, e_, ("remove",), grid)[0]
+        lo, up = p.delta_lower(0.0), p.delta_upper(0.0)
+        g = 2.0 * jax.scipy.special.ndtr(jnp.sqrt(e_) / s_ / 2.0) - 1.0
+        single = e_ == 1.0
+        lo, up = jnp.where(single, tv1, lo), jnp.where(single, tv1, up)
+        one_round = m_ == 1.0
+        return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
+
+    s, m, e, ok = jnp.broadcast_arrays(s, m, e, ok)
+    lo, up = broadcast_map(one, jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+    return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+def delta_gap_bracket(*, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
+    """Bracket on the exact gap sup_a (1 - a - f(a)) (= TV; the same for both directions)."""
+    _refuse_replace_one(neighboring)
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    lo, up = _gap_exact_core(s, m, e, ok, grid)
+    return Bracket(lower=lo, upper=up, value=up)
+
+
+def delta_gap(*, noise_multiplier, num_rounds, num_epochs=1, method="exact", neighboring="add_remove"):
+    r"""The gap :math:`\sup_a (1 - a - f(a))` of E epochs: the delta of :math:`f \ge 1 - a - \delta`.
+
+    ``"exact"``: certified upper end (exact to 1e-8 for E = 1); ``"berry_esseen"``:
+    :math:`1 - (1 - \delta_{BE})^E` (upper bound, NaN outside the regime); ``"linear_test"``:
+    :math:`2\Phi(\sqrt E/(2\sigma\sqrt M)) - 1` (lower bound); ``"clt"``, ``"edgeworth"``: approximations.
+    """
+    _refuse_replace_one(neighboring)
+    check_choice("method", method, METHODS)
+    if method == "exact":
+        return delta_gap_bracket(noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs).upper
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    if method == "berry_esseen":
+        d1 = closed_form.delta_berry_esseen(s, m)
+        ok_r = s >= closed_form.regime_threshold(m)
+        g = jnp.where(ok_r, closed_form.compose_delta(jnp.minimum(d1, 1.0), e), jnp.nan)
+    elif method == "linear_test":
+        g = closed_form.delta_linear_test(s, m, e)
+    elif method == "clt":
+        g = asymptotics.delta_gap_clt(s, m, e)
+    else:
+        g = asymptotics.delta_gap_edgeworth(s, m, e)
+    return nan_where_invalid(g, ok)
+
+
+# ------------------------------------------------------------------------------------------------
+# planning
+# ------------------------------------------------------------------------------------------------
+
+
+def _gap_fn(method, s, e):
+    if method == "exact":
+        return lambda m: _gap_exact_core(s, m, e, jnp.asarray(True), SHUFFLE_GRID)[1]
+    return lambda m: delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e, method=method)
+
+
+def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exact", max_rounds=1e12, iters=60):
+    """Real-valued M* solving gap(M) = delta by bisection in log M (gap is non-increasing in M)."""
+    check_choice("method", method, ("exact", "berry_esseen", "clt", "edgeworth"))
+    d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    s, oks = check("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
+    e, oke = check("num_epochs", num_epochs, lo=1.0, integer=True)
+    if method == "berry_esseen":
+        m = closed_form.rounds_berry_esseen(d, s, e)
+        return nan_where_invalid(m, okd & oks & oke)
+    gap = _gap_fn(method, s, e)
+
+    @jax.jit
+    def solve(d, s, e):
+        lo, hi = jnp.zeros(()), jnp.log(max_rounds)
+
+        def body(_, c):
+            lo, hi = c
+            mid = 0.5 * (lo + hi)
+            feas = gap(jnp.exp(mid)) <= d
+            return jnp.where(feas, lo, mid), jnp.where(feas, mid, hi)
+
+        lo, hi = lax.fori_loop(0, iters, body, (lo, hi))
+        feasible_at_all = gap(jnp.exp(hi)) <= d
+        return jnp.where(feasible_at_all, jnp.exp(hi), jnp.inf)
+
+    out = jnp.vectorize(lambda d_, s_, e_: solve(d_, s_, e_))(d, s, e) if (d.ndim or s.ndim or e.ndim) else solve(d, s, e)
+    return nan_where_invalid(out, okd & oks & oke)
+
+
+def rounds_for_delta(delta, *, noise_multiplier, num_epochs=1, method="exact"):
+    r"""Smallest number of rounds M with ``delta_gap <= delta`` (an integer, rounded up).
+
+    ``method="berry_esseen"`` is the paper's planning formula
+    :math:`M = (3 C \rho / (v^{3/2}\delta_1))^2`, :math:`\delta_1 = 1 - (1 - \delta)^{1/E}`;
+    ``"exact"`` inverts the exact gap (for E = 1 from the exact law, for E > 1 the certified
+    upper end), so the returned M is feasible.  ``+inf`` when no M <= 1e12 reaches the target.
+    """
+    m = rounds_for_delta_real(delta, noise_multiplier=noise_multiplier, num_epochs=num_epochs, method=method)
+    return jnp.ceil(m - 1e-9 * m)
+
+
+def samples_for_delta(delta, *, noise_multiplier, batch_size, num_epochs=1, method="exact"):
+    """Samples N = batch_size x M needed for ``delta`` (the paper's N ~ 1.14e7 at sigma = 1, b = 10)."""
+    b, okb = check("batch_size", batch_size, lo=1.0, integer=True)
+    m = rounds_for_delta(delta, noise_multiplier=noise_multiplier, num_epochs=num_epochs, method=method)
+    return nan_where_invalid(b * m, okb)
+
+
+def regime(noise_multiplier, num_rounds):
+    """Which band (sigma, M) is in: Berry-Esseen regime, the gap band, or the impossibility band."""
+    return closed_form.regime(noise_multiplier, num_rounds)
+
+
+__all__ = [
+    "ADJACENCY",
+    "METHODS",
+    "Bracket",
+    "ShuffledGaussian",
+    "tradeoff",
+    "tradeoff_bracket",
+    "delta_gap",
+    "delta_gap_bracket",
+    "epsilon_for_delta",
+    "epsilon_for_delta_bracket",
+    "delta_for_epsilon",
+    "delta_for_epsilon_bracket",
+    "rounds_for_delta",
+    "rounds_for_delta_real",
+    "samples_for_delta",
+    "regime",
+    "closed_form",
+    "asymptotics",
+]
