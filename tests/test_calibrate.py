@@ -19,7 +19,7 @@ from jaxdp import poisson
 
 EPS = np.array([0.5, 1.0, 2.0, 4.0, 8.0])
 # dp_accounting calibrate_dp_mechanism, q = 0.01, T = 1000, delta = 1e-5
-DP_ACCOUNTING_SIGMA = {0.5: 2.3822, 1.0: 1.41463, 2.0: 0.95910, 4.0: 0.73478, 8.0: 0.58625}
+DP_ACCOUNTING_SIGMA = {0.5: 2.382252, 1.0: 1.414631, 2.0: 0.959103, 4.0: 0.734782, 8.0: 0.586261}
 
 
 # ---- generic solver ----------------------------------------------------------------------------
