@@ -99,9 +99,18 @@ def renyi_gaussian_priors(mean_i, std_i, mean_j, std_j, sigma, alpha):
 # ---------------------------------------------------------------------------------------------
 
 
+def _safe_logaddexp(a, b):
+    """logaddexp with a zero (not NaN) derivative where both arguments are -inf (zero-weight atoms)."""
+    m = jnp.maximum(a, b)
+    fin = jnp.isfinite(m)
+    ms = jnp.where(fin, m, 0.0)
+    s = jnp.exp(jnp.where(fin, a, 0.0) - ms) * jnp.isfinite(a) + jnp.exp(jnp.where(fin, b, 0.0) - ms) * jnp.isfinite(b)
+    return jnp.where(fin, ms + jnp.log(jnp.where(fin, s, 1.0)), m)
+
+
 def _cumlse(v, reverse=False):
     # sequential scan: compiles far faster than lax.cumlogsumexp on CPU and is exact in log domain
-    _, out = jax.lax.scan(lambda c, a: (jnp.logaddexp(c, a),) * 2, jnp.asarray(-jnp.inf, v.dtype), v,
+    _, out = jax.lax.scan(lambda c, a: (_safe_logaddexp(c, a),) * 2, jnp.asarray(-jnp.inf, v.dtype), v,
                           reverse=reverse)
     return out
 
