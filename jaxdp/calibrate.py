@@ -682,11 +682,10 @@ def epochs(*, noise_multiplier, epsilon=None, delta=None, delta_gap=None, sampli
 
 def _mu_fn(sampling):
     if sampling == "poisson":
-        from . import poisson
-
         def fn(sigma, p):
             q, t = p
-            return poisson.mu_clt_bu(noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+            # Bu, Dong, Long & Su: mu = q sqrt(T (e^{1/sigma^2} - 1)) (as jaxdp.poisson.mu_clt_bu, real T)
+            return q * jnp.sqrt(t * jnp.expm1(1.0 / sigma**2))
     else:
         def fn(sigma, p):
             m, e_ = p
@@ -718,7 +717,7 @@ def noise_multiplier_for_mu(mu, *, sampling="poisson", sampling_probability=None
     m_, okmu = check("mu", mu, lo=0.0, lo_open=True)
     if sampling == "poisson":
         a, oka = check("sampling_probability", sampling_probability, lo=0.0, hi=1.0, lo_open=True)
-        b, okb = check("num_steps", num_steps, lo=1.0, integer=True)
+        b, okb = check("num_steps", num_steps, lo=1.0)  # CLT formula: real T is meaningful
     else:
         a, oka = check("num_rounds", num_rounds, lo=1.0)
         b, okb = check("num_epochs", num_epochs, lo=1.0, integer=True)
