@@ -291,6 +291,18 @@ def _log_mgf(pmf, losses, ts):
     return jax.nn.logsumexp(logp[None, :] + ts[:, None] * losses[None, :], axis=1)
 
 
+def _log_mgf_blocked(pmf, losses, ts, block: int = 16):
+    """Upper bound on log E[e^{tL}] from block sums placed at the block's top (t>0) or bottom (t<0)."""
+    n = pmf.shape[0]
+    nb = n // block
+    pb = pmf[: nb * block].reshape(nb, block).sum(axis=1)
+    lb = losses[: nb * block].reshape(nb, block)
+    lo, hi = lb[:, 0], lb[:, -1]
+    logp = jnp.where(pb > 0, jnp.log(jnp.where(pb > 0, pb, 1.0)), -jnp.inf)
+    at = jnp.where(ts[:, None] > 0, hi[None, :], lo[None, :])
+    return jax.nn.logsumexp(logp[None, :] + ts[:, None] * at, axis=1)
+
+
 def _chernoff_ts(scale, num):
     half = num // 2
     mags = jnp.logspace(-3.0, 4.0, half) / scale
@@ -403,6 +415,12 @@ def compose(
     Kfine = sum(k * _log_mgf(p, l, tf) for k, p, l in fine_parts)
     lb = _chernoff_bound(Kfine, tf, x_lo, upper=False)
     ub = _chernoff_bound(Kfine, tf, x_hi, upper=True)
+    # a second, global search: the MGF of the pmf with each block of 16 cells moved to the
+    # block's far end bounds the true MGF from above (for t > 0 the top, for t < 0 the bottom),
+    # so it also gives valid Chernoff bounds, over the whole t grid, at 1/16 of the cost
+    Kup = sum(k * _log_mgf_blocked(p, l, ts) for k, p, l in fine_parts)
+    lb = jnp.minimum(lb, _chernoff_bound(Kup, ts, x_lo, upper=False))
+    ub = jnp.minimum(ub, _chernoff_bound(Kup, ts, x_hi, upper=True))
     # + an allowance for float64 rounding in the FFT (~1 ulp per lattice cell; not a proof)
     alias = jnp.exp(lb) + jnp.exp(ub) + n * 2.0**-52
     inf_total = -jnp.expm1(inf_keep)
