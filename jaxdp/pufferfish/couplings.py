@@ -16,6 +16,7 @@ Alg. 2), which returns a matrix with exactly the prescribed marginals.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -154,6 +155,7 @@ def coupling_objective(P, log_integrand):
     return jax.nn.logsumexp(jnp.log(jnp.maximum(P, 0.0)) + log_integrand, b=None)
 
 
+@functools.partial(jax.jit, static_argnames=("num_steps", "sinkhorn_iters"))
 def optimise_coupling(a, b, log_integrand, *, num_steps=400, learning_rate=0.2, sinkhorn_iters=60,
                       init_logits=None):
     r"""Gradient optimisation of a coupling for a condition :math:`\log \mathbb E_\pi[e^{\ell(X, X')}]`.
