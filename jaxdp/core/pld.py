@@ -159,26 +159,43 @@ class PLD:
 # ------------------------------------------------------------------------------------------------
 
 
-def _tail_sums(c, losses):
-    """A_j = sum_{i > j} c_i and R_j = sum_{i > j} c_i e^{l_j - l_i} (stable linear recurrence)."""
+def _tail_sums(c, losses, block: int = 256):
+    """A_j = sum_{i > j} c_i and R_j = sum_{i > j} c_i e^{l_j - l_i}.
+
+    R is a first-order linear recurrence.  It is evaluated blockwise: a reverse cumulative sum
+    inside each block of ``block`` cells (scaled to the block's last point, so exponents stay within
+    ``block * h``), then a short associative scan across blocks.  All terms are positive, so this
+    is stable, and it compiles to a small program (unlike a 2^18-long associative scan).
+    """
     n = c.shape[-1]
     h = losses[1] - losses[0]
     a_rev = jnp.cumsum(c[::-1])[::-1]  # sum_{i >= j}
     A = jnp.concatenate([a_rev[1:], jnp.zeros((1,), c.dtype)])
-    decay = jnp.exp(-h)
-    # R_j = decay * (c_{j+1} + R_{j+1}); scan from the right as a first-order linear recurrence
-    b = jnp.concatenate([c[1:], jnp.zeros((1,), c.dtype)]) * decay
-    m = jnp.full((n,), decay, dtype=c.dtype)
+    B = block if n % block == 0 else 1
+    nb = n // B
+    cb = c.reshape(nb, B)
+    pos = jnp.arange(B, dtype=c.dtype)
+    # local: S_j = sum_{i > j in block} c_i e^{-(i - j) h} = e^{-(B-1-j)h} * sum_{i>j} c_i e^{(B-1-i)h}
+    w = cb * jnp.exp((B - 1 - pos) * h)
+    tail_incl = jnp.cumsum(w[:, ::-1], axis=1)[:, ::-1]
+    tail_excl = tail_incl - w
+    S = tail_excl * jnp.exp(-(B - 1 - pos) * h)
+    # across blocks: E_b = R at the last cell of block b = e^{-h} (F_{b+1} + e^{-(B-1)h} E_{b+1}),
+    # with F_{b+1} = sum_{i in block b+1} c_i e^{-(i - first) h}
+    F = tail_incl[:, 0] * jnp.exp(-(B - 1) * h)
+    decay = jnp.exp(-B * h)
+    m = jnp.full((nb,), decay, dtype=c.dtype)
+    v = jnp.concatenate([F[1:], jnp.zeros((1,), c.dtype)]) * jnp.exp(-h)
 
     def combine(x, y):
-        # elements are affine maps r -> m r + b applied right-to-left
         mx, bx = x
         my, by = y
         return mx * my, bx * my + by
 
-    _, R = lax.associative_scan(combine, (m[::-1], b[::-1]))
-    R = R[::-1]
-    return A, R
+    _, E = jax.lax.associative_scan(combine, (m[::-1], v[::-1]))
+    E = E[::-1]
+    R = S + E[:, None] * jnp.exp(-(B - 1 - pos) * h)
+    return A, R.reshape(n)
 
 
 def _delta_of(c, losses, epsilon):
