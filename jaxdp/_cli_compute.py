@@ -1,0 +1,265 @@
+"""Batched computations behind the ``jaxdp`` command (one compiled signature per quantity).
+
+Every function here takes numpy-friendly inputs, runs **one** jitted call per command (values
+batched into arrays, inputs padded to a fixed shape where a sweep is chunked), and returns plain
+numpy arrays.  The command-line layer (:mod:`jaxdp.cli`) formats them.
+
+Planning (:func:`plan_exact`) finds the *smallest integer* M whose exact gap is <= delta with a
+single compiled search: a few log-log secant steps from the CLT guess locate the real root, then a
+galloping/bisection search on integers verifies it; the gaps at M and M - 1 are returned so the
+caller can show ``gap(M) <= delta < gap(M - 1)``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import ndtri
+
+from . import _config  # noqa: F401
+
+MAX_ROUNDS = 1e12
+
+
+# ------------------------------------------------------------------------------------------------
+# integer search for the smallest feasible M
+# ------------------------------------------------------------------------------------------------
+
+
+def _smallest_rounds(gap, delta, m0, max_rounds=MAX_ROUNDS, secant_iters=8, max_iter=96):
+    """Smallest integer M in [1, max_rounds] with ``gap(M) <= delta`` (gap non-increasing in M).
+
+    Returns ``(M, gap(M), gap(M - 1), iterations)``; M = inf when ``gap(max_rounds) > delta``,
+    NaN if the search did not terminate.  One call site of ``gap`` (one compiled copy).
+    """
+    f = jnp.float64
+    ld = jnp.log(delta)
+    xmax = jnp.log(f(max_rounds))
+    x0 = jnp.clip(jnp.log(jnp.maximum(m0, 1.0)), 0.0, xmax)
+    nan = f(jnp.nan)
+    state = dict(
+        it=jnp.int32(0), sec=jnp.bool_(True), x=x0, xp=nan, lgp=nan, c=f(1.0), c_done=jnp.bool_(False),
+        lo=f(0.0), hi=f(max_rounds), lo_set=jnp.bool_(False), hi_set=jnp.bool_(False),
+        lo_p1=jnp.bool_(False), hi_p1=jnp.bool_(False), step=f(1.0), g_lo=nan, g_hi=nan,
+    )
+
+    def done(s):
+        ok = s["hi_set"] & (s["hi"] - s["lo"] <= 1.0)
+        return ok | (s["lo"] >= max_rounds)
+
+    def cond(s):
+        return (~done(s)) & (s["it"] < max_iter)
+
+    def body(s):
+        # ---- query point
+        both = s["lo_p1"] & s["hi_p1"]
+        mid = jnp.where(s["hi"] > 4.0 * jnp.maximum(s["lo"], 1.0), jnp.floor(jnp.sqrt(jnp.maximum(s["lo"], 1.0) * s["hi"])),
+                        jnp.floor(0.5 * (s["lo"] + s["hi"])))
+        down = jnp.maximum(s["hi"] - s["step"], s["lo"] + 1.0)
+        up = jnp.minimum(s["lo"] + s["step"], s["hi"] - 1.0)
+        gallop = jnp.where(s["hi_p1"], down, up)
+        q_int = jnp.where(~s["c_done"], s["c"], jnp.where(both, mid, gallop))
+        q_int = jnp.clip(q_int, jnp.maximum(s["lo"] + 1.0, 1.0), jnp.maximum(s["hi"], 1.0))
+        q = jnp.where(s["sec"], jnp.exp(s["x"]), q_int)
+        g = gap(q)
+        lg = jnp.log(g)
+        # ---- secant phase (real M, log-log)
+        slope = jnp.where(jnp.isfinite(s["xp"]) & jnp.isfinite(s["lgp"]) & (s["x"] != s["xp"]),
+                          (lg - s["lgp"]) / (s["x"] - s["xp"]), -0.5)
+        slope = jnp.clip(jnp.where(jnp.isfinite(slope), slope, -0.5), -4.0, -0.05)
+        x_new = jnp.where(jnp.isfinite(lg), s["x"] + (ld - lg) / slope, s["x"] + 1.0)
+        x_new = jnp.clip(x_new, 0.0, xmax)
+        converged = jnp.abs(jnp.exp(x_new) - jnp.exp(s["x"])) < 0.25
+        sec_next = s["sec"] & ~converged & (s["it"] + 1 < secant_iters)
+        c_new = jnp.clip(jnp.ceil(jnp.exp(x_new) - 1e-9), 1.0, max_rounds)
+        # ---- integer phase
+        feas = g <= delta  # NaN -> infeasible
+        in_int = ~s["sec"]
+        upd_hi = in_int & feas
+        upd_lo = in_int & ~feas
+        hi = jnp.where(upd_hi, q, s["hi"])
+        lo = jnp.where(upd_lo, q, s["lo"])
+        step = jnp.where(in_int & s["c_done"] & ~both, s["step"] * 2.0, s["step"])
+        return dict(
+            it=s["it"] + 1, sec=sec_next,
+            x=jnp.where(s["sec"], x_new, s["x"]), xp=jnp.where(s["sec"], s["x"], s["xp"]),
+            lgp=jnp.where(s["sec"], lg, s["lgp"]),
+            c=jnp.where(s["sec"], c_new, s["c"]), c_done=s["c_done"] | in_int,
+            lo=lo, hi=hi, lo_set=s["lo_set"] | upd_lo, hi_set=s["hi_set"] | upd_hi,
+            lo_p1=s["lo_p1"] | upd_lo, hi_p1=s["hi_p1"] | upd_hi, step=step,
+            g_lo=jnp.where(upd_lo, g, s["g_lo"]), g_hi=jnp.where(upd_hi, g, s["g_hi"]),
+        )
+
+    s = jax.lax.while_loop(cond, body, state)
+    infeasible = s["lo"] >= max_rounds
+    m = jnp.where(infeasible, jnp.inf, jnp.where(done(s), s["hi"], jnp.nan))
+    g_lo = jnp.where(s["hi"] <= 1.0, nan, s["g_lo"])
+    return m, jnp.where(jnp.isfinite(m), s["g_hi"], nan), g_lo, s["it"]
+
+
+def _clt_rounds(delta, sigma, epochs):
+    """CLT guess: gap of G_mu is 2 Phi(mu/2) - 1, mu^2 = E (e^{1/sigma^2} - 1) / M."""
+    v = jnp.expm1(1.0 / sigma**2)
+    z = 2.0 * ndtri(0.5 * (1.0 + delta))
+    return epochs * v / z**2
+
+
+@functools.partial(jax.jit, static_argnames=("multi_epoch",))
+def _plan_core(delta, sigma, epochs, multi_epoch):
+    from .mechanisms import shuffled as _exact
+    from .shuffle import closed_form as cf
+
+    def one(d, s, e):
+        if multi_epoch:
+            from . import shuffle as _sh
+
+            gap = lambda m: _sh.delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e)  # noqa: E731
+        else:
+            gap = lambda m: _exact.tv_gap(s, m)  # noqa: E731
+        m, g_m, g_m1, it = _smallest_rounds(gap, d, _clt_rounds(d, s, e))
+        m_be = jnp.ceil(cf.rounds_berry_esseen(d, s, e) - 1e-9)
+        m_clt = jnp.ceil(_clt_rounds(d, s, e) - 1e-9)
+        return dict(rounds_exact=m, gap_at_rounds=g_m, gap_at_rounds_minus_1=g_m1, iterations=it,
+                    rounds_closed_form=m_be, rounds_clt=m_clt)
+
+    return jax.vmap(one)(delta, sigma, epochs)
+
+
+def plan(delta, sigma, epochs):
+    """Arrays (broadcast) -> dict of numpy arrays: closed-form and exact rounds for each case."""
+    d, s, e = np.broadcast_arrays(np.asarray(delta, float), np.asarray(sigma, float), np.asarray(epochs, float))
+    multi = bool(np.any(e > 1))
+    out = _plan_core(jnp.asarray(d.ravel()), jnp.asarray(s.ravel()), jnp.asarray(e.ravel()), multi)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+@jax.jit
+def _gap_curve_e1(sigma, ms):
+    from .mechanisms import shuffled as _exact
+    from .shuffle import asymptotics as asy
+    from .shuffle import closed_form as cf
+
+    s = jnp.broadcast_to(sigma, ms.shape)
+    return dict(exact=_exact.tv_gap(s, ms), berry_esseen=jnp.where(s >= cf.regime_threshold(ms), cf.delta_berry_esseen(s, ms), jnp.nan),
+                clt=asy.delta_gap_clt(s, ms), linear_test=cf.delta_linear_test(s, ms))
+
+
+def gap_curve(sigma, ms, epochs=1):
+    """Gap vs M for the plot of ``jaxdp plan`` (exact, closed form, CLT, linear-test lower bound)."""
+    ms = jnp.asarray(np.asarray(ms, float))
+    if epochs == 1:
+        out = _gap_curve_e1(jnp.float64(sigma), ms)
+    else:
+        from . import shuffle as sh
+
+        out = dict(exact=sh.delta_gap(noise_multiplier=sigma, num_rounds=ms, num_epochs=epochs),
+                   berry_esseen=sh.delta_gap(noise_multiplier=sigma, num_rounds=ms, num_epochs=epochs, method="berry_esseen"),
+                   clt=sh.delta_gap(noise_multiplier=sigma, num_rounds=ms, num_epochs=epochs, method="clt"),
+                   linear_test=sh.delta_gap(noise_multiplier=sigma, num_rounds=ms, num_epochs=epochs, method="linear_test"))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# shuffle: one configuration, everything at once
+# ------------------------------------------------------------------------------------------------
+
+#: type I errors of the printed trade-off table and of the plotted curve (fixed: one signature)
+TABLE_A = (1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3, 0.5)
+CURVE_A = tuple(np.concatenate([[0.0], np.logspace(-6, -2, 25), np.linspace(0.0125, 1.0, 80)]).tolist())
+
+
+@functools.partial(jax.jit, static_argnames=("multi_epoch",))
+def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
+    from . import shuffle as sh
+    from .mechanisms import shuffled as _exact
+
+    if multi_epoch:
+        br = sh.tradeoff_bracket(a, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
+        f_fwd = br.lower
+        f_rev = sh.tradeoff_bracket(a, noise_multiplier=sigma, num_rounds=m, num_epochs=e, reverse=True).lower
+        gb = sh.delta_gap_bracket(noise_multiplier=sigma, num_rounds=m, num_epochs=e)
+        gap_lo, gap_up = gb.lower, gb.upper
+    else:
+        f_fwd = _exact.tradeoff(a, sigma, m)
+        f_rev = _exact.tradeoff_reverse(a, sigma, m)
+        gap_lo = gap_up = _exact.tv_gap(sigma, m)
+    eb = sh.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
+    approx = {k: sh.tradeoff(a, noise_multiplier=sigma, num_rounds=m, num_epochs=e, method=k)
+              for k in ("berry_esseen", "linear_test", "clt", "edgeworth")}
+    gaps = {k: sh.delta_gap(noise_multiplier=sigma, num_rounds=m, num_epochs=e, method=k)
+            for k in ("berry_esseen", "linear_test", "clt", "edgeworth")}
+    return dict(tradeoff_exact=f_fwd, tradeoff_exact_reverse=f_rev, gap_exact_lower=gap_lo, gap_exact=gap_up,
+                eps_lower=eb.lower, eps=eb.upper, mu_clt=jnp.sqrt(e * jnp.expm1(1.0 / sigma**2) / m),
+                **{"tradeoff_" + k: v for k, v in approx.items()}, **{"gap_" + k: v for k, v in gaps.items()})
+
+
+def shuffle_report(sigma, rounds, epochs, deltas):
+    a = np.concatenate([np.asarray(TABLE_A), np.asarray(CURVE_A)])
+    out = _shuffle_core(jnp.float64(sigma), jnp.float64(rounds), jnp.float64(epochs),
+                        jnp.asarray(np.asarray(deltas, float)), jnp.asarray(a), bool(epochs > 1))
+    out = {k: np.asarray(v) for k, v in out.items()}
+    n = len(TABLE_A)
+    res = {k: v for k, v in out.items() if not k.startswith("tradeoff_")}
+    res["table"] = {k: v[:n] for k, v in out.items() if k.startswith("tradeoff_")}
+    res["curve"] = {k: v[n:] for k, v in out.items() if k.startswith("tradeoff_")}
+    res["table_a"], res["curve_a"] = np.asarray(TABLE_A), np.asarray(CURVE_A)
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Poisson
+# ------------------------------------------------------------------------------------------------
+
+
+@jax.jit
+def _poisson_core(sigma, q, t, deltas, epsilons, a):
+    from . import poisson as po
+    from .shuffle import asymptotics as asy
+
+    eb = po.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+    db = po.delta_for_epsilon_bracket(epsilons, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+    f = po.tradeoff(a, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+    return dict(eps_lower=eb.lower, eps=eb.upper, delta_lower=db.lower, delta=db.upper, tradeoff=f,
+                mu_bu=asy.mu_poisson_bu(sigma, q, t), mu_drs=asy.mu_poisson_drs(sigma, q, t))
+
+
+def poisson_report(sigma, q, steps, deltas, epsilons):
+    a = np.concatenate([np.asarray(TABLE_A), np.asarray(CURVE_A)])
+    out = _poisson_core(jnp.float64(sigma), jnp.float64(q), jnp.float64(steps), jnp.asarray(np.asarray(deltas, float)),
+                        jnp.asarray(np.asarray(epsilons, float)), jnp.asarray(a))
+    out = {k: np.asarray(v) for k, v in out.items()}
+    n = len(TABLE_A)
+    f = out.pop("tradeoff")
+    out["table"], out["curve"] = f[:n], f[n:]
+    out["table_a"], out["curve_a"] = np.asarray(TABLE_A), np.asarray(CURVE_A)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# compare: shuffle vs Poisson at q = 1/M, T = E M
+# ------------------------------------------------------------------------------------------------
+
+
+@jax.jit
+def _compare_core(delta, sigma, m, e):
+    from . import poisson as po
+    from . import shuffle as sh
+    from .shuffle import asymptotics as asy
+
+    q, t = 1.0 / m, e * m
+    es = sh.epsilon_for_delta_bracket(delta, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
+    ep = po.epsilon_for_delta_bracket(delta, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+    return dict(eps_shuffle=es.upper, eps_shuffle_lower=es.lower, eps_poisson=ep.upper, eps_poisson_lower=ep.lower,
+                mu_shuffle_clt=asy.mu_clt(sigma, m, e), mu_poisson_bu=asy.mu_poisson_bu(sigma, q, t),
+                mu_poisson_drs=asy.mu_poisson_drs(sigma, q, t), clt_ratio=asy.clt_ratio(sigma))
+
+
+def compare(delta, sigma, rounds, epochs):
+    d, s, m, e = np.broadcast_arrays(*(np.asarray(x, float) for x in (delta, sigma, rounds, epochs)))
+    out = _compare_core(*(jnp.asarray(x.ravel()) for x in (d, s, m, e)))
+    out = {k: np.asarray(v) for k, v in out.items()}
+    out.update(delta=d.ravel(), noise_multiplier=s.ravel(), num_rounds=m.ravel(), num_epochs=e.ravel())
+    return out

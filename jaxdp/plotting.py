@@ -1,0 +1,115 @@
+"""Plots for the ``jaxdp`` command and the notebooks (matplotlib is imported lazily: ``pip install jaxdp[plot]``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise RuntimeError("plotting needs matplotlib: pip install 'jaxdp[plot]'") from e
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def tradeoff_curves(path, a, curves, *, title="", styles=None):
+    """Trade-off curves f(a) (dict label -> values on ``a``) with the diagonal 1 - a; linear and log-a panels."""
+    plt = _plt()
+    styles = styles or {}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    a = np.asarray(a)
+    for ax, logx in zip(axes, (False, True)):
+        ax.plot(a, 1 - a, color="0.7", lw=1, ls=":", label="1 - a (perfect privacy)")
+        for label, f in curves.items():
+            f = np.asarray(f)
+            ok = np.isfinite(f)
+            ax.plot(a[ok], f[ok], label=label, **styles.get(label, {}))
+        ax.set_xlabel("type I error a")
+        ax.set_ylabel("type II error f(a)")
+        if logx:
+            ax.set_xscale("log")
+            ax.set_xlim(max(a[a > 0].min(), 1e-6), 1)
+            ax.set_title("log scale in a")
+        else:
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
+            ax.set_aspect("equal")
+            ax.set_title(title)
+    axes[0].legend(fontsize=7, loc="upper right")
+    return _save(fig, path)
+
+
+def gap_vs_rounds(path, ms, curves, *, delta=None, marks=None, title=""):
+    """Gap sup_a(1 - a - f(a)) vs rounds M (log-log), horizontal line at the target delta, planned M marked."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, g in curves.items():
+        g = np.asarray(g)
+        ok = np.isfinite(g) & (g > 0)
+        ax.plot(np.asarray(ms)[ok], g[ok], label=label, marker="o" if ok.sum() < 15 else None, ms=3)
+    if delta is not None:
+        ax.axhline(delta, color="k", ls="--", lw=1, label=f"target delta = {delta:g}")
+    for label, (m, g) in (marks or {}).items():
+        if np.isfinite(m):
+            ax.plot([m], [g], marker="*", ms=12, ls="none", label=f"{label}: M = {m:,.0f}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("rounds per epoch M")
+    ax.set_ylabel("gap  sup_a (1 - a - f(a))")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def bars(path, labels, series, *, ylabel="", title="", log=False):
+    """Grouped bars: ``series`` maps a legend label to one value per x label (e.g. eps shuffle vs Poisson)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(labels) + 2), 4))
+    k = len(series)
+    x = np.arange(len(labels))
+    w = 0.8 / max(k, 1)
+    for i, (name, vals) in enumerate(series.items()):
+        ax.bar(x + (i - (k - 1) / 2) * w, np.asarray(vals, float), w, label=name)
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def lines(path, x, series, *, xlabel="", ylabel="", title="", logx=False, logy=False, markers=True):
+    """Generic line plot (e.g. the noise table sigma(eps) of ``jaxdp calibrate``)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, y in series.items():
+        y = np.asarray(y, float)
+        ok = np.isfinite(y)
+        ax.plot(np.asarray(x, float)[ok], y[ok], label=name, marker="o" if markers else None, ms=4)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
