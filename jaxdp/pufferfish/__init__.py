@@ -27,7 +27,7 @@ __all__ = [
 ]
 from .mechanisms import (AdditiveNoiseMechanism, sample_noise, laplace_mechanism, gaussian_mechanism,
                          exponential_family_mechanism)
-from . import datasets, experiments  # noqa: F401
+from . import datasets  # noqa: F401  (experiments: import jaxdp.pufferfish.experiments)
 
 __all__ += ["AdditiveNoiseMechanism", "sample_noise", "laplace_mechanism", "gaussian_mechanism",
-            "exponential_family_mechanism", "datasets", "experiments"]
+            "exponential_family_mechanism", "datasets"]

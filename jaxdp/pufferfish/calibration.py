@@ -230,6 +230,15 @@ def gaussian_scale(x, wx, y, wy, alpha, eps, *, method="theorem2", grid=192, ord
 # ---------------------------------------------------------------------------------------------
 
 
+def _broadcast_call(kernel, x, wx, y, wy, a, e):
+    """Apply a scalar kernel over broadcast arrays of alpha and epsilon (vmapped, static shapes)."""
+    a, e = jnp.broadcast_arrays(a, e)
+    if a.ndim == 0:
+        return kernel(x, wx, y, wy, a, e)
+    out = jax.vmap(lambda aa, ee: kernel(x, wx, y, wy, aa, ee))(a.ravel(), e.ravel())
+    return out.reshape(a.shape)
+
+
 def _prepare(samples_i, samples_j, weights_i, weights_j, alpha, epsilon, allow_inf=True):
     x, wx, okx = prepare_samples("samples_i", samples_i, weights_i, wname="weights_i")
     y, wy, oky = prepare_samples("samples_j", samples_j, weights_j, wname="weights_j")
@@ -247,6 +256,7 @@ def calibrate_laplace(samples_i, samples_j, *, alpha, epsilon, method="theorem1"
     ``"exact"`` (true :math:`D_\alpha` by quadrature with a safe margin, [D]), ``"pierquin"``
     (:math:`\log g_\alpha(W_\infty/b) = (\alpha-1)\varepsilon`, [R]), ``"song"`` (:math:`W_\infty/\varepsilon`).
     alpha = inf gives :math:`W_\infty/\varepsilon` for every method but ``exact`` (exact :math:`D_\infty`).
+    ``alpha`` and ``epsilon`` may be arrays (broadcast together; one vmapped call).
 
     Examples:
       >>> import jaxdp.pufferfish as pf
@@ -255,7 +265,7 @@ def calibrate_laplace(samples_i, samples_j, *, alpha, epsilon, method="theorem1"
     """
     check_choice("method", method, set(LAPLACE_METHODS))
     x, wx, y, wy, a, e, ok = _prepare(samples_i, samples_j, weights_i, weights_j, alpha, epsilon)
-    b = laplace_scale(x, wx, y, wy, a, e, method=method, **kwargs)
+    b = _broadcast_call(functools.partial(laplace_scale, method=method, **kwargs), x, wx, y, wy, a, e)
     return nan_where_invalid(b, ok)
 
 
@@ -274,7 +284,7 @@ def calibrate_gaussian(samples_i, samples_j, *, alpha, epsilon, method="theorem2
     """
     check_choice("method", method, set(GAUSSIAN_METHODS))
     x, wx, y, wy, a, e, ok = _prepare(samples_i, samples_j, weights_i, weights_j, alpha, epsilon)
-    s = gaussian_scale(x, wx, y, wy, a, e, method=method, **kwargs)
+    s = _broadcast_call(functools.partial(gaussian_scale, method=method, **kwargs), x, wx, y, wy, a, e)
     return nan_where_invalid(s, ok)
 
 
@@ -440,7 +450,7 @@ def calibrate_gaussian_prior(mean_i, std_i, mean_j, std_j, *, alpha, epsilon, me
     sj, ok4 = check("std_j", std_j, lo=0.0)
     a, oka = check_alpha(alpha)
     e, oke = check_epsilon(epsilon)
-    s = gaussian_prior_sigma(mi, si, mj, sj, a, e, method=method)
+    s = jnp.vectorize(functools.partial(gaussian_prior_sigma, method=method))(mi, si, mj, sj, a, e)
     return nan_where_invalid(s, ok1 & ok2 & ok3 & ok4 & oka & oke)
 
 

@@ -351,7 +351,13 @@ def renyi_divergence(samples_i, samples_j, *, alpha, noise, scale, weights_i=Non
     a, oka = check_alpha(alpha)
     s, oks = check("scale", scale, lo=0.0, lo_open=True)
     ok = okx & oky & oka & oks
-    est, up = renyi_mixture(x, wx, y, wy, alpha=a, noise=noise, scale=s, grid=grid, order=order)
+    a, s = jnp.broadcast_arrays(a, s)
+    f = lambda aa, ss: renyi_mixture(x, wx, y, wy, alpha=aa, noise=noise, scale=ss, grid=grid, order=order)
+    if a.ndim == 0:
+        est, up = f(a, s)
+    else:
+        est, up = jax.vmap(f)(a.ravel(), s.ravel())
+        est, up = est.reshape(a.shape), up.reshape(a.shape)
     est = nan_where_invalid(est, ok)
     up = nan_where_invalid(up, ok)
     return (est, up) if return_upper else est

@@ -112,3 +112,13 @@ def test_gaussian_priors(prior, rows):
         if s > 0:
             d = max(float(pf.renyi_gaussian_priors(mi, si, mj, sj, s, a)), float(pf.renyi_gaussian_priors(mj, sj, mi, si, s, a)))
             np.testing.assert_allclose(d, e, rtol=1e-9)
+
+
+def test_array_alpha_epsilon_broadcast():
+    # arrays of alpha / epsilon are one vmapped call; values = the spec's deterministic vectors
+    b = pf.calibrate_laplace([0.0], [1.0], alpha=np.array([2.0, 5.0]), epsilon=np.array([1.0, 0.5]), method="tight")
+    np.testing.assert_allclose(np.asarray(b), [0.715333, 1.547144], rtol=REL)
+    s = pf.calibrate_gaussian([0.0], [1.0], alpha=np.array([2.0, 5.0]), epsilon=np.array([1.0, 0.5]))
+    np.testing.assert_allclose(np.asarray(s) ** 2, [1.0, 5.0], rtol=1e-9)
+    s = pf.calibrate_gaussian_prior(0, 1, 1, 1.2, alpha=np.array([2.0, 5.0]), epsilon=1.0)
+    np.testing.assert_allclose(np.asarray(s) ** 2, [0.4879, 3.3034], rtol=REL)
