@@ -24,7 +24,8 @@ The one representation every accountant in jaxdp feeds.  A mechanism (see
    :math:`P(\sum_i (\tilde Y_i - Y_i) > k\mu_h + t) \le e^{-2t^2/(k h^2)}`, hence
    :math:`\delta(\varepsilon) \ge \tilde\delta(\varepsilon + k\mu_h + t) - e^{-2t^2/(kh^2)} - k\,\tau`,
    with :math:`\tau` the mechanism's mass outside the grid.  The bracket therefore shrinks like
-   :math:`h\sqrt{k}`, not :math:`hk` as rounding down would.
+   :math:`h\sqrt{k}`, not :math:`hk` as rounding down would; for few steps the deterministic
+   bound (each error is at most h, so the sum moves by at most kh) is used when it is smaller.
 
 Float64 rounding is not part of the proof: an allowance of ``size * 2^-52`` (about 6e-11 at the
 default grid) is added to every delta on the safe side, which covers the FFT noise we measure;
@@ -101,12 +102,21 @@ class PLD:
 
     # ---- the Hoeffding shift for the lower bound ---------------------------------------------
     def _shift(self, eta):
+        """(shift, failure probability) of the lower bound.
+
+        Each interior rounding error lies in [-h, h] (deterministic: the k-fold sum moves by at most
+        k h, failure probability 0) and has conditional mean in [0, mu_h] (Hoeffding: k mu_h + t with
+        failure probability eta).  Both are valid; the smaller shift is used.
+        """
         h, k = self.h, self.steps
         # max over y in [0, h] of E[rounded] - y for the e^{-y}-preserving split (about h^2/8)
         em = -jnp.expm1(-h)
         mu = (h - em) / em + jnp.log(em / h)
         t = h * jnp.sqrt(k * jnp.log(1.0 / eta) / 2.0)
-        return k * jnp.maximum(mu, 0.0) + t
+        s_h = k * jnp.maximum(mu, 0.0) + t
+        s_d = k * h
+        det = s_d <= s_h
+        return jnp.where(det, s_d, s_h), jnp.where(det, 0.0, eta)
 
     # ---- delta(eps) ---------------------------------------------------------------------------
     def delta_upper(self, epsilon):
@@ -114,9 +124,9 @@ class PLD:
         return jnp.minimum(_delta_of(c, self.losses, epsilon) + self.inf_mass + self.alias, 1.0)
 
     def delta_lower(self, epsilon):
-        s = self._shift(self.eta_abs)
+        s, eta = self._shift(self.eta_abs)
         v = _delta_of(self.pmf, self.losses, epsilon + s) + self.inf_mass
-        return jnp.maximum(v - self.alias - self.tail_mass - self.eta_abs, 0.0)
+        return jnp.maximum(v - self.alias - self.tail_mass - eta, 0.0)
 
     # ---- eps(delta) ---------------------------------------------------------------------------
     def epsilon_upper(self, delta):
@@ -124,8 +134,7 @@ class PLD:
         return _eps_of(c, self.losses, self.h, delta - self.inf_mass - self.alias)
 
     def epsilon_lower(self, delta):
-        eta = self.eta * delta
-        s = self._shift(eta)
+        s, eta = self._shift(self.eta * delta)
         target = delta - self.inf_mass + self.alias + self.tail_mass + eta
         return _eps_of(self.pmf, self.losses, self.h, target) - s
 
@@ -143,15 +152,15 @@ class PLD:
         if pessimistic:
             xs, ys = _curve_vertices(jnp.maximum(self.pmf, 0.0), self.losses, self.inf_mass)
             return PiecewiseLinear(a=xs, f=ys - self.alias)
-        s = self._shift(self.eta_abs)
+        s, eta = self._shift(self.eta_abs)
         xs, ys = _curve_vertices(self.pmf, self.losses, self.inf_mass)
-        return PiecewiseLinear(a=xs * jnp.exp(s), f=ys + self.alias + self.tail_mass + self.eta_abs)
+        return PiecewiseLinear(a=xs * jnp.exp(s), f=ys + self.alias + self.tail_mass + eta)
 
     def tradeoff_upper(self, a):
         """Optimistic (upper) bound on the trade-off curve (the truth lies in between)."""
-        s = self._shift(self.eta_abs)
+        s, eta = self._shift(self.eta_abs)
         f = _curve_of(self.pmf, self.losses, self.inf_mass, a * jnp.exp(-s))
-        return jnp.clip(f + self.alias + self.tail_mass + self.eta_abs, 0.0, 1.0 - a)
+        return jnp.clip(f + self.alias + self.tail_mass + eta, 0.0, 1.0 - a)
 
 
 # ------------------------------------------------------------------------------------------------
