@@ -184,7 +184,10 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     w_need = 2.0 * (x_hi - x_lo)
     h = jnp.minimum(h_res, w_need / n_coarse)
     width = n_coarse * h
-    alpha = _LOG_TAIL_SUPPRESSION / width
+    # Damping only as strong as the wrap-around of the mass beyond the period requires (it
+    # amplifies FFT round-off by up to e^{alpha W / 2} in the trusted half).
+    _, q_far = jump_tail(x_lo + width, s, m, sqrt_m)
+    alpha = jnp.clip(jnp.log(q_far + 1e-300) + 34.0, 0.0, _LOG_TAIL_SUPPRESSION) / width
     n_fine = n_coarse * upsample
     hf = h / upsample
     j = jnp.arange(n_coarse // 2 + 1, dtype=jnp.float64)
@@ -200,7 +203,11 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     log_phi_q = (m - 1.0) * k + kq
     x0 = x_lo + 0.5 * hf
     cw = alpha - 1j * w
-    shape = 2.0 * jnp.sinh(0.5 * cw * hf) / cw  # FT of the damped cell indicator
+    tiny = jnp.abs(cw * hf) < 1e-4
+    cws = jnp.where(tiny, 1.0, cw)
+    shape = jnp.where(  # FT of the damped cell indicator, 2 sinh(c h/2)/c
+        tiny, hf * (1.0 + (cw * hf) ** 2 / 24.0), 2.0 * jnp.sinh(0.5 * cws * hf) / cws
+    )
     common = shape * jnp.exp(-1j * w * x0)
 
     def masses(log_phi):
@@ -215,7 +222,7 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     mq = masses(log_phi_q)[:n_t]
 
     def cdf_sf(mass, beyond_est):
-        mass = jnp.maximum(mass, 0.0)
+        # Signed masses: clipping the +-round-off of empty cells would bias the sums.
         cdf = jnp.concatenate([jnp.zeros(1), jnp.cumsum(mass)])
         beyond = jnp.where(beyond_est >= 0.0, beyond_est, jnp.maximum(1.0 - cdf[-1], 0.0))
         rc = jnp.cumsum(mass[::-1])[::-1]
