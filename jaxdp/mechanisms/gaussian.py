@@ -47,18 +47,25 @@ class SubsampledGaussian:
     def privacy_loss_sf(self, x, direction: str):
         s, q = self.noise_multiplier, self.sampling_probability
         x = jnp.asarray(x, dtype=jnp.float64)
+        if direction not in ("remove", "add"):
+            raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        xo = self._x_of_loss(x if direction == "remove" else -x)
+        # outside the support xo = -inf; keep the differentiated branch finite (double-where)
+        fin = jnp.isfinite(xo)
+        xf = jnp.where(fin, xo, 0.0)
         if direction == "remove":
-            xo = self._x_of_loss(x)  # L > x  <=>  output > xo
-            sf_b = ndtr(-xo / s)
-            sf_a = (1.0 - q) * sf_b + q * ndtr(-(xo - 1.0) / s)
+            # L > x  <=>  output > xo  (xo = -inf: always)
+            sf_b = jnp.where(fin, ndtr(-xf / s), 1.0)
+            sf_a = jnp.where(fin, (1.0 - q) * ndtr(-xf / s) + q * ndtr(-(xf - 1.0) / s), 1.0)
+            sf_b = jnp.where(jnp.isposinf(xo), 0.0, sf_b)
+            sf_a = jnp.where(jnp.isposinf(xo), 0.0, sf_a)
             return sf_a, sf_b
-        if direction == "add":
-            # L_add = -L_remove > x  <=>  L_remove < -x  <=>  output < xo(-x)
-            xo = self._x_of_loss(-x)
-            sf_a = ndtr(xo / s)
-            sf_b = (1.0 - q) * sf_a + q * ndtr((xo - 1.0) / s)
-            return sf_a, sf_b
-        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        # L_add = -L_remove > x  <=>  L_remove < -x  <=>  output < xo(-x)  (xo = -inf: never)
+        sf_a = jnp.where(fin, ndtr(xf / s), 0.0)
+        sf_b = jnp.where(fin, (1.0 - q) * ndtr(xf / s) + q * ndtr((xf - 1.0) / s), 0.0)
+        sf_a = jnp.where(jnp.isposinf(xo), 1.0, sf_a)
+        sf_b = jnp.where(jnp.isposinf(xo), 1.0, sf_b)
+        return sf_a, sf_b
 
     def _loss_remove(self, out):
         s, q = self.noise_multiplier, self.sampling_probability
