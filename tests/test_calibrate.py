@@ -115,8 +115,6 @@ def test_noise_multiplier_entry_point_and_errors(poisson_batch):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="jaxdp.poisson.epsilon_for_delta: d eps/d noise_multiplier is NaN "
-                   "(core bug, reported); the IFT itself is checked on closed forms above")
 def test_poisson_implicit_gradients_match_finite_differences():
     def sig(e, d):
         return cal.noise_multiplier(epsilon=e, delta=d, sampling_probability=0.01, num_steps=1000)
