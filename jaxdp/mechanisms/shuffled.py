@@ -204,7 +204,7 @@ def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     return jnp.where(is_one, exact, jnp.where(bad, jnp.nan, jnp.clip(f, 0.0, 1.0 - a)))
 
 
-def tradeoff(a, sigma, M, *, grid_size: int = 2**12, upsample: int = 16, quad_nodes: int = 640):
+def tradeoff(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
     r"""Exact single-epoch trade-off :math:`T(P, Q)(a)` of shuffled DP-SGD.
 
     :math:`a(t) = P(L > t)`, :math:`f(a(t)) = Q(L \le t)` (Neyman-Pearson: the tests threshold L).
@@ -221,7 +221,7 @@ def tradeoff(a, sigma, M, *, grid_size: int = 2**12, upsample: int = 16, quad_no
     return _validate.nan_where_invalid(f, ok_a & ok_s & ok_m)
 
 
-def tradeoff_reverse(a, sigma, M, *, grid_size: int = 2**12, upsample: int = 16, quad_nodes: int = 640):
+def tradeoff_reverse(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
     r"""Reverse trade-off :math:`T(Q, P)(a)`: :math:`a(t) = Q(L \le t)`, :math:`f = P(L > t)`."""
     a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
     sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
@@ -247,7 +247,7 @@ def _tv_impl(sigma, m, grid_size, upsample, quad_nodes):
     return sq - sp
 
 
-def tv_gap(sigma, M, *, grid_size: int = 2**12, upsample: int = 16, quad_nodes: int = 640):
+def tv_gap(sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
     r"""Single-epoch gap :math:`TV(P, Q) = \sup_a (1 - a - f(a)) = Q(L > 1) - P(L > 1)
     = \tfrac12 E_P|L - 1|` (the tight delta of :math:`f \ge 1 - a - \delta`)."""
     sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
