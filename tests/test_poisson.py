@@ -47,7 +47,9 @@ def test_against_dp_accounting_subset():
     pts = [(1e-3, 1000, 0.5, 1e-5), (0.01, 100, 1.0, 1e-8), (0.1, 1000, 2.0, 1e-5), (0.5, 10, 1.0, 1e-5), (1e-4, 10000, 1.0, 1e-5)]
     q, T, s, d = (np.array(c) for c in zip(*pts))
     up = np.asarray(poisson.epsilon_for_delta(d, noise_multiplier=s, sampling_probability=q, num_steps=T))
-    ref = np.array([dpa_epsilon(p[2], p[0], p[1], p[3]) for p in pts])
+    # dp_accounting at interval 1e-5: its default 1e-4 is too coarse for the eps = 0.038 point
+    # (there it gives 0.039965; at 1e-5 it converges to 0.038036, see benchmarks/results/poisson_accuracy.md)
+    ref = np.array([dpa_epsilon(p[2], p[0], p[1], p[3], interval=1e-5) for p in pts])
     np.testing.assert_allclose(up, ref, rtol=0.01)
 
 
