@@ -382,6 +382,8 @@ def compose(
     """
     n, nc = grid.size, grid.coarse_size
     log_tail = jnp.log(grid.window_tail)
+    # numerical laws tabulate themselves once (shared by every evaluation below)
+    components = [(m.prepare() if hasattr(m, "prepare") else m, k) for m, k in components]
     ks = [jnp.asarray(k, dtype=jnp.int64) for _, k in components]
     ranges = [m.privacy_loss_range(direction, grid.tail) for m, _ in components]
     los = [jnp.asarray(r[0], dtype=jnp.float64) for r in ranges]

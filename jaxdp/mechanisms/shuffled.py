@@ -81,6 +81,11 @@ def _cdf_sf(sigma, m, u_thr, grid_size, upsample, quad_nodes, tail):
     is_one = m == 1.0
     m_safe = jnp.where(is_one, 2.0, m)
     law = _law_for(sigma, m_safe, grid_size, upsample, quad_nodes, tail)
+    return _cdf_sf_from_law(law, sigma, m, u_thr)
+
+
+def _cdf_sf_from_law(law, sigma, m, u_thr):
+    is_one = m == 1.0
     grid = _law.cdf_sf_at(law, u_thr)
     bad = law.nyquist_cf > _RESOLVED
     exact = _exact_m1(u_thr, 1.0 / sigma)
@@ -129,6 +134,17 @@ class ShuffledGaussian:
         m, ok_m = _validate.check("num_rounds", self.num_rounds, **_M_RANGE)
         return sigma, m, ok_s & ok_m
 
+    def prepare(self):
+        """The same mechanism with its law tabulated once (the PLD engine calls this first, so the
+        law is built once and shared by every survival-function evaluation and both directions)."""
+        sigma, m, _ = self._params()
+        m_safe = jnp.where(m == 1.0, 2.0, m)
+        law = _law_for(sigma, m_safe, self.grid_size, self.upsample, self.quad_nodes, 1e-13)
+        return PreparedShuffledGaussian(self.noise_multiplier, self.num_rounds, law, self.grid_size, self.upsample, self.quad_nodes)
+
+    def _cdf_sf(self, sigma, m, u):
+        return _cdf_sf(sigma, m, u, self.grid_size, self.upsample, self.quad_nodes, 1e-13)
+
     def privacy_loss_sf(self, x, direction: str):
         """(A(ell_d > x), B(ell_d > x)) for an array x of loss values (x = +inf -> 0)."""
         _validate.check_choice("direction", direction, DIRECTIONS)
@@ -137,14 +153,14 @@ class ShuffledGaussian:
         sqrt_m = jnp.sqrt(m)
         if direction == "remove":
             u = sqrt_m * jnp.expm1(x)
-            _, sp, _, sq = _cdf_sf(sigma, m, u, self.grid_size, self.upsample, self.quad_nodes, 1e-13)
+            _, sp, _, sq = self._cdf_sf(sigma, m, u)
             a, b = sq, sp
             a = jnp.where(jnp.isposinf(x), 0.0, a)
             b = jnp.where(jnp.isposinf(x), 0.0, b)
         else:
             # -ell > x  <=>  L < e^{-x}; L has no atom, so < and <= agree.
             u = sqrt_m * jnp.expm1(-x)
-            cp, _, cq, _ = _cdf_sf(sigma, m, u, self.grid_size, self.upsample, self.quad_nodes, 1e-13)
+            cp, _, cq, _ = self._cdf_sf(sigma, m, u)
             a, b = cp, cq
             a = jnp.where(jnp.isposinf(x), 0.0, jnp.where(jnp.isneginf(x), 1.0, a))
             b = jnp.where(jnp.isposinf(x), 0.0, jnp.where(jnp.isneginf(x), 1.0, b))
@@ -173,6 +189,27 @@ class ShuffledGaussian:
         else:
             lo, hi = -ell_hi, -ell_lo
         return _validate.nan_where_invalid(lo, ok), _validate.nan_where_invalid(hi, ok)
+
+
+@pytree_dataclass(static=("grid_size", "upsample", "quad_nodes"))
+class PreparedShuffledGaussian(ShuffledGaussian):
+    """:class:`ShuffledGaussian` with its tabulated law (see :meth:`ShuffledGaussian.prepare`)."""
+
+    law: object = None
+
+    def __init__(self, noise_multiplier, num_rounds, law, grid_size=2**15, upsample=16, quad_nodes=640):
+        object.__setattr__(self, "noise_multiplier", noise_multiplier)
+        object.__setattr__(self, "num_rounds", num_rounds)
+        object.__setattr__(self, "law", law)
+        object.__setattr__(self, "grid_size", grid_size)
+        object.__setattr__(self, "upsample", upsample)
+        object.__setattr__(self, "quad_nodes", quad_nodes)
+
+    def prepare(self):
+        return self
+
+    def _cdf_sf(self, sigma, m, u):
+        return _cdf_sf_from_law(self.law, sigma, m, u)
 
 
 # ------------------------------------------------------------------------- direct functions

@@ -31,11 +31,12 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .. import _config  # noqa: F401
 from .._batch import broadcast_map
-from .._validate import check, check_choice, nan_where_invalid
+from .._validate import check, check_choice, is_traced, nan_where_invalid
 from ..core import pld as _pld
 from ..core import tradeoff as _tf
 from ..mechanisms import shuffled as _exact
@@ -161,17 +162,27 @@ def delta_for_epsilon(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, ne
 # ------------------------------------------------------------------------------------------------
 
 
-@functools.partial(jax.jit, static_argnames=("grid", "reverse"))
-def _tradeoff_exact_core(a, s, m, e, ok, grid, reverse):
+def _multi(num_epochs):
+    """False when the epochs are known (not traced) to be 1: the PLD path is then not compiled."""
+    if is_traced(num_epochs):
+        return True
+    return not bool(np.all(np.asarray(num_epochs) == 1))
+
+
+@functools.partial(jax.jit, static_argnames=("grid", "reverse", "multi"))
+def _tradeoff_exact_core(a, s, m, e, ok, grid, reverse, multi=True):
     """Pessimistic (lower) and optimistic (upper) ends of the exact curve, shape params + a.shape."""
 
     def one(s_, m_, e_):
         direction = "add" if reverse else "remove"
         # single epoch: the exact law directly (error <= 1e-8: both ends equal)
         f1 = (_exact.tradeoff_reverse if reverse else _exact.tradeoff)(a, s_, m_)
-        # several epochs: certified PLD bracket (computed for E = 1 too, then discarded)
-        p = _plds(s_, m_, e_, (direction,), grid)[0]
-        lo, up = p.tradeoff_lower(a), p.tradeoff_upper(a)
+        # several epochs: certified PLD bracket (under jit computed for E = 1 too, then discarded)
+        if multi:
+            p = _plds(s_, m_, e_, (direction,), grid)[0]
+            lo, up = p.tradeoff_lower(a), p.tradeoff_upper(a)
+        else:
+            lo, up = f1, f1
         g = _tf.gaussian(a, jnp.sqrt(e_) / s_)
         single = e_ == 1.0
         lo = jnp.where(single, f1, lo)
@@ -190,7 +201,7 @@ def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=F
     _refuse_replace_one(neighboring)
     a, oka = check("a", a, lo=0.0, hi=1.0)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    lo, up = _tradeoff_exact_core(a, s, m, e, ok, grid, bool(reverse))
+    lo, up = _tradeoff_exact_core(a, s, m, e, ok, grid, bool(reverse), _multi(num_epochs))
     lo, up = nan_where_invalid(lo, oka), nan_where_invalid(up, oka)
     return Bracket(lower=lo, upper=up, value=lo)
 
@@ -230,12 +241,15 @@ def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", r
     return nan_where_invalid(f, ok & oka)
 
 
-@functools.partial(jax.jit, static_argnames=("grid",))
-def _gap_exact_core(s, m, e, ok, grid):
+@functools.partial(jax.jit, static_argnames=("grid", "multi"))
+def _gap_exact_core(s, m, e, ok, grid, multi=True):
     def one(s_, m_, e_):
         tv1 = _exact.tv_gap(s_, m_)
-        p = _plds(s_, m_, e_, ("remove",), grid)[0]
-        lo, up = p.delta_lower(0.0), p.delta_upper(0.0)
+        if multi:
+            p = _plds(s_, m_, e_, ("remove",), grid)[0]
+            lo, up = p.delta_lower(0.0), p.delta_upper(0.0)
+        else:
+            lo, up = tv1, tv1
         g = 2.0 * jax.scipy.special.ndtr(jnp.sqrt(e_) / s_ / 2.0) - 1.0
         single = e_ == 1.0
         lo, up = jnp.where(single, tv1, lo), jnp.where(single, tv1, up)
@@ -251,7 +265,7 @@ def delta_gap_bracket(*, noise_multiplier, num_rounds, num_epochs=1, neighboring
     """Bracket on the exact gap sup_a (1 - a - f(a)) (= TV; the same for both directions)."""
     _refuse_replace_one(neighboring)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    lo, up = _gap_exact_core(s, m, e, ok, grid)
+    lo, up = _gap_exact_core(s, m, e, ok, grid, _multi(num_epochs))
     return Bracket(lower=lo, upper=up, value=up)
 
 
