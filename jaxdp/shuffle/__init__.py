@@ -301,7 +301,8 @@ def delta_gap(*, noise_multiplier, num_rounds, num_epochs=1, method="exact", nei
 
 def _gap_fn(method, s, e):
     if method == "exact":
-        return lambda m: _gap_exact_core(s, m, e, jnp.asarray(True), SHUFFLE_GRID)[1]
+        multi = _multi(e)
+        return lambda m: _gap_exact_core(s, m, e, jnp.asarray(True), SHUFFLE_GRID, multi)[1]
     return lambda m: delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e, method=method)
 
 
@@ -319,6 +320,8 @@ def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exac
     @jax.jit
     def solve(d, s, e):
         lo, hi = jnp.zeros(()), jnp.log(max_rounds)
+        # hi only ever moves to points where the gap was evaluated and found feasible
+        feasible_at_all = gap(jnp.exp(hi)) <= d
 
         def body(_, c):
             lo, hi = c
@@ -327,7 +330,6 @@ def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exac
             return jnp.where(feas, lo, mid), jnp.where(feas, mid, hi)
 
         lo, hi = lax.fori_loop(0, iters, body, (lo, hi))
-        feasible_at_all = gap(jnp.exp(hi)) <= d
         return jnp.where(feasible_at_all, jnp.exp(hi), jnp.inf)
 
     out = jnp.vectorize(lambda d_, s_, e_: solve(d_, s_, e_))(d, s, e) if (d.ndim or s.ndim or e.ndim) else solve(d, s, e)
@@ -343,7 +345,8 @@ def rounds_for_delta(delta, *, noise_multiplier, num_epochs=1, method="exact"):
     upper end), so the returned M is feasible.  ``+inf`` when no M <= 1e12 reaches the target.
     """
     m = rounds_for_delta_real(delta, noise_multiplier=noise_multiplier, num_epochs=num_epochs, method=method)
-    return jnp.ceil(m - 1e-9 * m)
+    # the gap is non-increasing in M, so rounding the feasible real M up stays feasible
+    return jnp.ceil(m)
 
 
 def samples_for_delta(delta, *, noise_multiplier, batch_size, num_epochs=1, method="exact"):
