@@ -88,8 +88,9 @@ def _tradeoff_core(a, oka, s, q, t, ok, direction, grid, num_eps):
 
 def _eps_scalar(delta, sigma, q, steps, direction, grid):
     ps = _plds(sigma, q, steps, direction, grid)
-    up = jnp.max(jnp.stack([p.epsilon_upper(delta) for p in ps]))
-    lo = jnp.max(jnp.stack([p.epsilon_lower(delta) for p in ps]))
+    # eps >= 0 by convention (delta(0) <= delta means the guarantee holds at eps = 0)
+    up = jnp.maximum(jnp.max(jnp.stack([p.epsilon_upper(delta) for p in ps])), 0.0)
+    lo = jnp.maximum(jnp.max(jnp.stack([p.epsilon_lower(delta) for p in ps])), 0.0)
     return lo, up
 
 

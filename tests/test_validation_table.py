@@ -96,13 +96,11 @@ JIT_CASES = [
 
 
 # Real findings (library code outside this test's paths): kept as strict xfails until fixed.
-KNOWN = {
-    ("core.tradeoff.gaussian", "a"): "BUG: core.tradeoff.gaussian does not validate a (a=1.5 -> NaN, no error)",
-    ("core.tradeoff.gaussian", "mu"): "BUG: core.tradeoff.gaussian does not validate mu (mu=-1 -> 0.9887, a plausible number)",
-    ("core.tradeoff.gaussian_epsilon", "delta"): "BUG: gaussian_epsilon(delta=0) -> 37.92, a finite plausible eps",
-    ("shuffle.tradeoff", "neighboring"): "minor: the replace_one NotImplementedError does not name 'neighboring'",
-}
-JIT_KNOWN = {"core.tradeoff.gaussian": "BUG: core.tradeoff.gaussian(0.1, mu=-1) under jit -> 0.9887, not NaN"}
+# Fixed findings (were strict xfails): core.tradeoff.gaussian validated a and mu; gaussian_epsilon(0)
+# gave 37.92; the replace_one error did not name 'neighboring'; gaussian(0.1, mu=-1) under jit gave
+# 0.9887.  The cases above now pass as regular tests.
+KNOWN = {}
+JIT_KNOWN = {}
 
 
 def _xf(reason):

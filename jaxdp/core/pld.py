@@ -61,6 +61,9 @@ class Grid:
     window_tail: target mass of the composed law outside the output window (Chernoff level).
     hoeffding_eta: failure probability used for the lower (optimistic) bound, relative to the
         delta being bounded when converting eps(delta); absolute for delta(eps) and curves.
+    differentiate_lattice: let autodiff see how the lattice moves with the parameters (through the
+        mechanism's range hint), so gradients are those of the function computed (they then match
+        finite differences); switch off for mechanisms whose range hint is not differentiable.
     """
 
     size: int = 2**18
@@ -70,6 +73,7 @@ class Grid:
     hoeffding_eta_abs: float = 1e-14
     num_chernoff: int = 192
     coarse_size: int = 8192
+    differentiate_lattice: bool = True
 
 
 DEFAULT_GRID = Grid()
@@ -388,6 +392,9 @@ def compose(
     ranges = [m.privacy_loss_range(direction, grid.tail) for m, _ in components]
     los = [jnp.asarray(r[0], dtype=jnp.float64) for r in ranges]
     his = [jnp.asarray(r[1], dtype=jnp.float64) for r in ranges]
+    if not grid.differentiate_lattice:
+        los = [jax.lax.stop_gradient(x) for x in los]
+        his = [jax.lax.stop_gradient(x) for x in his]
 
     # ---- stage 1: coarse CTD of each component to place the composed window (no certificate
     # needed here: the final alias bound is recomputed on the real lattice) ---------------------

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from jax.scipy.special import log_ndtr, ndtr, ndtri
 
 from .. import _config  # noqa: F401
+from .._validate import check, nan_where_invalid
 from ..mechanisms.base import pytree_dataclass
 
 # ------------------------------------------------------------------------------------------------
@@ -33,9 +34,11 @@ def gaussian(a, mu):
     r"""Gaussian trade-off :math:`G_\mu(a) = \Phi(\Phi^{-1}(1 - a) - \mu)` (mu-GDP).
 
     Written as :math:`\Phi(-\Phi^{-1}(a) - \mu)` so that tiny ``a`` keeps full relative accuracy.
+    ``a`` in [0, 1], ``mu`` >= 0 (``inf`` allowed: the curve is 0).
     """
-    a = jnp.asarray(a, dtype=jnp.float64)
-    return ndtr(-ndtri(a) - mu)
+    a, oka = check("a", a, lo=0.0, hi=1.0)
+    mu, okm = check("mu", mu, lo=0.0, allow_inf=True)
+    return nan_where_invalid(ndtr(-ndtri(a) - mu), oka & okm)
 
 
 def gaussian_delta(epsilon, mu):
@@ -43,14 +46,21 @@ def gaussian_delta(epsilon, mu):
 
     (Balle & Wang 2018; Dong, Roth & Su 2022, Corollary 2.13.)
     """
-    eps = jnp.asarray(epsilon, dtype=jnp.float64)
+    eps, oke = check("epsilon", epsilon)
+    mu, okm = check("mu", mu, lo=0.0, lo_open=True)
+    return nan_where_invalid(_gauss_delta(eps, mu), oke & okm)
+
+
+def _gauss_delta(eps, mu):
     return ndtr(-eps / mu + mu / 2) - jnp.exp(eps + log_ndtr(-eps / mu - mu / 2))
 
 
 def gaussian_epsilon(delta, mu, *, iters: int = 200):
     r"""Smallest :math:`\varepsilon \ge 0` with :math:`\delta_{G_\mu}(\varepsilon) \le \delta` (bisection + one Newton step for gradients)."""
-    delta = jnp.asarray(delta, dtype=jnp.float64)
-    mu = jnp.asarray(mu, dtype=jnp.float64)
+    delta, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    mu, okm = check("mu", mu, lo=0.0, lo_open=True)
+    delta = jnp.where(okd, delta, 0.5)
+    mu = jnp.where(okm, mu, 1.0)
 
     def solve(d, m):
         lo, hi = jnp.zeros(()), m * m / 2 + m * 40.0 + 1.0
@@ -58,18 +68,18 @@ def gaussian_epsilon(delta, mu, *, iters: int = 200):
         def body(_, c):
             lo, hi = c
             mid = 0.5 * (lo + hi)
-            big = gaussian_delta(mid, m) > d
+            big = _gauss_delta(mid, m) > d
             return jnp.where(big, mid, lo), jnp.where(big, hi, mid)
 
         lo, hi = jax.lax.fori_loop(0, iters, body, (lo, hi))
         e = jax.lax.stop_gradient(hi)
         # one Newton step at the converged root: value unchanged, gradient = implicit function thm
-        g = gaussian_delta(e, m) - d
+        g = _gauss_delta(e, m) - d
         dg = -jnp.exp(e + log_ndtr(-e / m - m / 2))
         e = e - g / dg
-        return jnp.where(gaussian_delta(0.0, m) <= d, 0.0, e)
+        return jnp.where(_gauss_delta(0.0, m) <= d, 0.0, e)
 
-    return jnp.vectorize(solve)(delta, mu)
+    return nan_where_invalid(jnp.vectorize(solve)(delta, mu), okd & okm)
 
 
 def eps_delta(a, epsilon, delta):

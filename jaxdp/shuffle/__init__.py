@@ -53,14 +53,14 @@ NEIGHBORING = ("add_remove", "replace_one")
 
 #: PLD grid for multi-epoch exact accounting (static).  The shuffled law is tabulated by the
 #: mechanism, so a 2^16-cell PLD keeps brackets at ~1e-3 relative for E up to 1e4.
-SHUFFLE_GRID = _pld.Grid(size=2**16)
+SHUFFLE_GRID = _pld.Grid(size=2**16, differentiate_lattice=False)
 
 
 def _refuse_replace_one(neighboring):
     check_choice("neighboring", neighboring, NEIGHBORING)
     if neighboring == "replace_one":
         raise NotImplementedError(
-            "replace-one adjacency with fixed-size shuffled batches is not supported: the add/remove "
+            "neighboring='replace_one': replace-one adjacency with fixed-size shuffled batches is not supported: the add/remove "
             "analysis does not apply, and Chua et al. (2024, 'How private are DP-SGD implementations?') "
             "show lower bounds far above Poisson there (eps >= 4.06 at sigma = 1, 100 steps, "
             "delta = 1e-5). jaxdp has no bound for it that it can prove sound; use add/remove adjacency "
@@ -102,7 +102,8 @@ def _eps_core(d, s, m, e, ok, grid):
         up = jnp.max(jnp.stack([p.epsilon_upper(d_) for p in ps]))
         lo = jnp.max(jnp.stack([p.epsilon_lower(d_) for p in ps]))
         one_round = m_ == 1.0
-        return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
+        # eps >= 0 by convention
+        return jnp.maximum(jnp.where(one_round, g, lo), 0.0), jnp.maximum(jnp.where(one_round, g, up), 0.0)
 
     d, s, m, e, ok = jnp.broadcast_arrays(d, s, m, e, ok)
     lo, up = broadcast_map(one, jnp.where(ok, d, 1e-5), jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
@@ -130,7 +131,7 @@ def epsilon_for_delta(delta, *, noise_multiplier, num_rounds, num_epochs=1, neig
 def _delta_core(x, s, m, e, ok, grid):
     def one(x_, s_, m_, e_):
         ps = _plds(s_, m_, e_, ("remove", "add"), grid)
-        g = _tf.gaussian_delta(x_, jnp.sqrt(e_) / s_)
+        g = _tf._gauss_delta(x_, jnp.sqrt(e_) / s_)
         up = jnp.max(jnp.stack([p.delta_upper(x_) for p in ps]))
         lo = jnp.max(jnp.stack([p.delta_lower(x_) for p in ps]))
         one_round = m_ == 1.0
