@@ -49,13 +49,7 @@ def _plds(sigma, q, steps, direction, grid):
     return [_pld.self_compose(m, k, d, grid) for d in dirs]
 
 
-@pytree_dataclass
-class Bracket:
-    """A certified value: the truth lies in ``[lower, upper]``; ``value`` is the pessimistic end."""
-
-    lower: jax.Array
-    upper: jax.Array
-    value: jax.Array
+Bracket = _pld.Bracket
 
 
 @functools.partial(jax.jit, static_argnames=("direction", "grid"))

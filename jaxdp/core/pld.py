@@ -79,6 +79,15 @@ class Grid:
 DEFAULT_GRID = Grid()
 
 
+@pytree_dataclass
+class Bracket:
+    """A certified value: the truth lies in ``[lower, upper]``; ``value`` is the pessimistic end."""
+
+    lower: jax.Array
+    upper: jax.Array
+    value: jax.Array
+
+
 @pytree_dataclass(static=("eta", "eta_abs"))
 class PLD:
     """A composed, certified privacy-loss distribution (law of the loss under A).
@@ -485,4 +494,4 @@ def self_compose(mechanism, count, direction: str = "remove", grid: Grid = DEFAU
     return compose([(mechanism, count)], direction=direction, grid=grid)
 
 
-__all__ = ["Grid", "DEFAULT_GRID", "PLD", "compose", "self_compose", "ctd_pmf"]
+__all__ = ["Bracket", "Grid", "DEFAULT_GRID", "PLD", "compose", "self_compose", "ctd_pmf"]

@@ -75,13 +75,7 @@ def _params(noise_multiplier, num_rounds, num_epochs):
     return s, m, e, ok1 & ok2 & ok3
 
 
-@pytree_dataclass
-class Bracket:
-    """A certified value: the truth lies in ``[lower, upper]``; ``value`` is the pessimistic end."""
-
-    lower: jax.Array
-    upper: jax.Array
-    value: jax.Array
+Bracket = _pld.Bracket
 
 
 # ------------------------------------------------------------------------------------------------
