@@ -24,7 +24,6 @@ from ._batch import broadcast_map
 from ._validate import check, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
-from .mechanisms.base import pytree_dataclass
 from .mechanisms.gaussian import SubsampledGaussian
 
 ADJACENCY = "add/remove one example (Poisson subsampling)"

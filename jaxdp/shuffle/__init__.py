@@ -40,7 +40,6 @@ from .._validate import check, check_choice, is_traced, nan_where_invalid
 from ..core import pld as _pld
 from ..core import tradeoff as _tf
 from ..mechanisms import shuffled as _exact
-from ..mechanisms.base import pytree_dataclass
 from ..mechanisms.shuffled import ShuffledGaussian
 from . import asymptotics, closed_form
 
