@@ -454,15 +454,16 @@ def compose(
     x_hi = (w_lo.astype(jnp.float64) + n - 0.5) * h
     t_up = ts[jnp.argmin(jnp.where(ts > 0, -ts * x_hi + Ksum, jnp.inf))]
     t_dn = ts[jnp.argmin(jnp.where(ts < 0, -ts * x_lo + Ksum, jnp.inf))]
-    mult = jnp.geomspace(1.0 / 16.0, 16.0, 17)
+    # Chernoff bounds from the cell-wise MGF at a few t near the coarse optimum, and a global
+    # search from the blocked MGF: each block of 64 cells moved to the block's far end (the top
+    # for t > 0, the bottom for t < 0) bounds the true MGF from above, so it also gives valid
+    # bounds, over the whole t grid, at 1/64 of the cost.  Any t gives a valid bound.
+    mult = jnp.geomspace(1.0 / 4.0, 4.0, 5)
     tf = jnp.concatenate([t_dn * mult, t_up * mult])
     Kfine = sum(k * _log_mgf(p, l, tf) for k, p, l in fine_parts)
     lb = _chernoff_bound(Kfine, tf, x_lo, upper=False)
     ub = _chernoff_bound(Kfine, tf, x_hi, upper=True)
-    # a second, global search: the MGF of the pmf with each block of 16 cells moved to the
-    # block's far end bounds the true MGF from above (for t > 0 the top, for t < 0 the bottom),
-    # so it also gives valid Chernoff bounds, over the whole t grid, at 1/16 of the cost
-    Kup = sum(k * _log_mgf_blocked(p, l, ts) for k, p, l in fine_parts)
+    Kup = sum(k * _log_mgf_blocked(p, l, ts, block=64) for k, p, l in fine_parts)
     lb = jnp.minimum(lb, _chernoff_bound(Kup, ts, x_lo, upper=False))
     ub = jnp.minimum(ub, _chernoff_bound(Kup, ts, x_hi, upper=True))
     # + an allowance for float64 rounding in the FFT (~1 ulp per lattice cell; not a proof)

@@ -14,7 +14,9 @@ x, so its survival functions are mixtures of normal tails in closed form.
 from __future__ import annotations
 
 import jax.numpy as jnp
-from jax.scipy.special import ndtr, ndtri
+from jax.scipy.special import ndtri
+
+from .._special import ndtr
 
 from .base import pytree_dataclass
 
