@@ -236,8 +236,9 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     reached = x_t >= x_hi - 10.0 * sd
     cdf_p, sf_p, bp = cdf_sf(mp, jnp.where(reached, jp, -1.0))
     cdf_q, sf_q, bq = cdf_sf(mq, jnp.where(reached, jq, -1.0))
-    ratio_p = jnp.clip(jnp.where(jp > 0, bp / jp, 1.0), 0.2, 5.0)
-    ratio_q = jnp.clip(jnp.where(jq > 0, bq / jq, 1.0), 0.2, 5.0)
+    # (safe denominators: the untaken branch's derivative would otherwise be NaN in reverse mode)
+    ratio_p = jnp.clip(jnp.where(jp > 0, bp / jnp.where(jp > 0, jp, 1.0), 1.0), 0.2, 5.0)
+    ratio_q = jnp.clip(jnp.where(jq > 0, bq / jnp.where(jq > 0, jq, 1.0), 1.0), 0.2, 5.0)
     nyq = jnp.exp(jnp.real(log_phi_p[-1]))
     return GridLaw(x_lo, hf, sqrt_m, s, m, cdf_p, sf_p, cdf_q, sf_q, ratio_p, ratio_q, nyq)
 
@@ -279,7 +280,8 @@ def cdf_sf_at(law: GridLaw, x):
         sfv = jnp.where(s_int <= 0.5, s_int, 1.0 - c_int)
         cdv = jnp.where(c_int <= 0.5, c_int, 1.0 - s_int)
         beyond = pos > n - 1.0
-        xt = jnp.where(beyond, x, law.lo + (n - 1.0) * law.h)
+        # finite stand-in for x = +inf (set exactly below): jump_tail(inf) has a NaN derivative
+        xt = jnp.where(beyond, jnp.minimum(x, 1e250), law.lo + (n - 1.0) * law.h)
         tail = jnp.minimum(jump_tail(xt, law.s, law.m, law.sqrt_m)[which] * ratio, sf[-1])
         sfv = jnp.where(pos < 0.0, 1.0, jnp.where(beyond, tail, sfv))
         cdv = jnp.where(pos < 0.0, 0.0, jnp.where(beyond, 1.0 - tail, cdv))

@@ -69,11 +69,22 @@ def _law_for(sigma, m, grid_size, upsample, quad_nodes, tail):
 
 
 def _exact_m1(u_thr, s):
-    """M == 1: ell = log Y ~ N(-s^2/2, s^2) under P and N(s^2/2, s^2) under Q; threshold on U = L - 1."""
-    ell = jnp.log(jnp.maximum(1.0 + u_thr, 0.0))  # -inf where L <= 0
+    """M == 1: ell = log Y ~ N(-s^2/2, s^2) under P and N(s^2/2, s^2) under Q; threshold on U = L - 1.
+
+    Thresholds with L <= 0 (every law above) or L = +inf (every law below) are set exactly, with a
+    finite stand-in fed to the log: otherwise reverse mode multiplies the zero cotangent of the
+    untaken branch by an infinite derivative (0 * inf = NaN) even where this branch is not used.
+    """
+    lv = 1.0 + u_thr
+    below = lv <= 0.0
+    above = jnp.isposinf(lv)
+    ell = jnp.log(jnp.where(below | above, 1.0, lv))
     zp = (ell + 0.5 * s * s) / s
     zq = (ell - 0.5 * s * s) / s
-    return ndtr(zp), ndtr(-zp), ndtr(zq), ndtr(-zq)
+    out = ndtr(zp), ndtr(-zp), ndtr(zq), ndtr(-zq)
+    return tuple(
+        jnp.where(below, float(i % 2), jnp.where(above, float(1 - i % 2), v)) for i, v in enumerate(out)
+    )
 
 
 def _cdf_sf(sigma, m, u_thr, grid_size, upsample, quad_nodes, tail):
@@ -151,15 +162,18 @@ class ShuffledGaussian:
         sigma, m, ok = self._params()
         x = jnp.asarray(x, dtype=jnp.float64)
         sqrt_m = jnp.sqrt(m)
+        # |x| > 600 (incl. +-inf): the masses there are 0 or 1 in float64 (+-inf are set exactly
+        # below); the clamp keeps sqrt(M) expm1(x) finite, so no 0 * inf = NaN enters reverse mode.
+        xc = jnp.clip(x, -600.0, 600.0)
         if direction == "remove":
-            u = sqrt_m * jnp.expm1(x)
+            u = sqrt_m * jnp.expm1(xc)
             _, sp, _, sq = self._cdf_sf(sigma, m, u)
             a, b = sq, sp
             a = jnp.where(jnp.isposinf(x), 0.0, a)
             b = jnp.where(jnp.isposinf(x), 0.0, b)
         else:
             # -ell > x  <=>  L < e^{-x}; L has no atom, so < and <= agree.
-            u = sqrt_m * jnp.expm1(-x)
+            u = sqrt_m * jnp.expm1(-xc)
             cp, _, cq, _ = self._cdf_sf(sigma, m, u)
             a, b = cp, cq
             a = jnp.where(jnp.isposinf(x), 0.0, jnp.where(jnp.isneginf(x), 1.0, a))
