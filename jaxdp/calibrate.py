@@ -384,6 +384,9 @@ def _round_feasible(fn, params, target, x_feas, x_inf, decreasing):
         n = jnp.ceil(x_inf) - 1.0
         safe = jnp.floor(x_feas)
         need = n > x_feas
+    # no infeasible point below the feasible end (e.g. the solve stopped at its lower limit):
+    # the rounded feasible end itself is the extreme feasible integer
+    n = jnp.minimum(n, safe) if decreasing else jnp.maximum(n, safe)
     nn = jnp.where(jnp.isfinite(n), n, 1.0)
     feas_n = jnp.asarray(fn(nn, params), f64) - target <= 0
     return jnp.where(need, jnp.where(feas_n, n, safe), n)
@@ -560,7 +563,11 @@ def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
         return gap_fn(noise_multiplier=s, num_rounds=m, num_epochs=e_, method=method)
 
     def one(g, s, e_):
-        sol = _solve_traced(fn, g, (s, e_), 100.0, 1000.0, decreasing=True, lower_limit=1.0,
+        lo = 100.0
+        if method == "berry_esseen":
+            # the closed form applies (is finite) only in its regime M >= e^{3 / sigma^2}
+            lo = jnp.maximum(lo, 1.01 * jnp.exp(jnp.minimum(3.0 / s**2, 600.0)))
+        sol = _solve_traced(fn, g, (s, e_), lo, 10.0 * lo, decreasing=True, lower_limit=1.0,
                             upper_limit=float(max_rounds), log_scale=True, integer=False, rtol=rtol, atol=0.0,
                             max_steps=100, max_expand=200, growth=2.0)
         n = _round_feasible(fn, (s, e_), g, jax.lax.stop_gradient(sol.root), sol.stats["infeasible_end"], True)

@@ -201,8 +201,14 @@ def _binary_renyi(p, r, alpha):
     if math.isinf(alpha):
         with np.errstate(divide="ignore"):
             return max(math.log(p / r) if p > 0 else -np.inf, math.log((1 - p) / max(1 - r, 1e-300)) if p < 1 else -np.inf)
-    s = p**alpha * r ** (1 - alpha) + (1 - p) ** alpha * max(1 - r, 1e-300) ** (1 - alpha)
-    return math.log(s) / (alpha - 1)
+    # log-domain: r**(1 - alpha) overflows Python floats for r ~ 1e-300 and alpha > 2.03
+    terms = []
+    if p > 0:
+        terms.append(alpha * math.log(p) + (1 - alpha) * math.log(r))
+    if p < 1:
+        terms.append(alpha * math.log1p(-p) + (1 - alpha) * math.log(max(1 - r, 1e-300)))
+    mx = max(terms)
+    return (mx + math.log(sum(math.exp(t - mx) for t in terms))) / (alpha - 1)
 
 
 def rdp_tradeoff(a, alpha, eps, iters=200):

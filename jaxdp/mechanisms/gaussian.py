@@ -72,8 +72,11 @@ class SubsampledGaussian:
     def _loss_remove(self, out):
         s, q = self.noise_multiplier, self.sampling_probability
         z = (2.0 * out - 1.0) / (2.0 * s**2)
-        # log(1 - q + q e^z) computed stably
-        return jnp.logaddexp(jnp.log(jnp.maximum(1.0 - q, 0.0)), jnp.log(q) + z)
+        # log(1 - q + q e^z) computed stably; at q = 1 it is z exactly (double-where: log(0) would
+        # put 0 * inf = NaN into the q-derivative)
+        sub = q < 1.0
+        log1mq = jnp.log(jnp.where(sub, 1.0 - q, 1.0))
+        return jnp.where(sub, jnp.logaddexp(log1mq, jnp.log(q) + z), jnp.log(q) + z)
 
     def privacy_loss_range(self, direction: str, tail: float):
         s = self.noise_multiplier

@@ -160,10 +160,9 @@ def test_poisson_sigma_gradients_finite_and_signed():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="BUG: d eps / d sampling_probability of jaxdp.poisson.epsilon_for_delta is NaN "
-                   "at q = 1 (documented domain (0, 1]), so d sigma* / d q of the calibration is NaN there too")
 def test_regression_poisson_gradient_in_q_at_q_one():
-    """Found by test_poisson_sigma_gradients_finite_and_signed (q = linspace(0.01, 1, 8)): at
+    """Regression (fixed: double-where in SubsampledGaussian._loss_remove).  Found by
+    test_poisson_sigma_gradients_finite_and_signed (q = linspace(0.01, 1, 8)): at
     sigma = 1, T = 56, delta = 1e-3, d eps / d q = 50.9 at q = 0.5, 64.65 at q = 0.999 and NaN at
     q = 1 (the one-sided derivative exists: eps is smooth in q up to 1); d sigma*/d q likewise."""
     q = jnp.array([0.5, 0.999, 1.0])
@@ -306,10 +305,8 @@ def test_rounds_clt_is_the_smallest_feasible_integer(pts):
     assert np.all(np.asarray(m2) <= m)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: when M = 1 already meets the target, rounds returns M = 2 "
-                   "(_round_feasible gets infeasible_end == root == 1 and rounds up past it)")
 def test_regression_rounds_whole_range_feasible_returns_one():
-    """Found by test_rounds_clt_is_the_smallest_feasible_integer: sigma = 1, E = 1, target 0.5.  The CLT
+    """Regression (fixed in _round_feasible).  Found by test_rounds_clt_is_the_smallest_feasible_integer: sigma = 1, E = 1, target 0.5.  The CLT
     gap at M = 1 is 2 Phi(sqrt(e - 1)/2) - 1 = 0.4878 <= 0.5, so the smallest feasible M is 1 (the
     real root is reported as 1.0) but the integer returned is 2 (feasible, not the smallest)."""
     assert _clt_gap(np.array([1.0]), np.array([1.0]), np.array([1.0]))[0] <= 0.5
@@ -320,11 +317,8 @@ def test_regression_rounds_whole_range_feasible_returns_one():
 
 
 @pytest.mark.slow  # ~5 s: its own compilation of the Berry-Esseen rounds solve
-@pytest.mark.xfail(strict=True, reason="BUG: rounds(method='berry_esseen') starts its bracket at M = 100..1000; "
-                   "below the Berry-Esseen regime (M < e^{3/sigma^2}) the gap is NaN and the solve stops "
-                   "NONFINITE although the answer lies inside the regime")
 def test_regression_rounds_berry_esseen_below_regime_start():
-    """sigma = 0.8: the regime is M >= e^{3/0.64} = 108.6; the gap is 0.0070 <= 0.01 at M = 1e7,
+    """Regression (fixed: the bracket starts inside the regime).  sigma = 0.8: the regime is M >= e^{3/0.64} = 108.6; the gap is 0.0070 <= 0.01 at M = 1e7,
     so a smallest feasible M exists (about 5e6), but rounds raises CalibrationError (code NONFINITE)."""
     assert float(sh.delta_gap(noise_multiplier=0.8, num_rounds=1e7, method="berry_esseen")) <= 0.01
     m, _ = cal.rounds(delta_gap=0.01, noise_multiplier=0.8, method="berry_esseen")

@@ -460,13 +460,8 @@ def test_rdp_tradeoff_is_a_tradeoff_curve_monotone_in_alpha_and_eps(alpha, eps, 
     assert np.all(f_a >= f - 1e-12), (alpha, a2, np.max(f - f_a))
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="BUG: jaxdp.audit.harness._binary_renyi evaluates max(1 - r, 1e-300) ** (1 - alpha) "
-                          "in Python floats; at r = 1 (b = 0) this overflows for alpha > 2.03, so "
-                          "rdp_tradeoff raises whenever a >= e^-eps (the full audit crashes on its "
-                          "adult setting, alpha = 5, eps = 2, FPR 0.25)")
 def test_regression_rdp_tradeoff_large_alpha_does_not_overflow():
-    """Found running ``python -m jaxdp.audit.harness`` (full): OverflowError in the Pufferfish Gaussian
+    """Regression (fixed: log-domain _binary_renyi).  Found running ``python -m jaxdp.audit.harness`` (full): OverflowError in the Pufferfish Gaussian
     adult setting (alpha = 5, eps = 2) at a = FPR = 0.2511 >= e^-2.  There the b = 0 end has
     D_alpha(Bern(a) || Bern(1)) = +inf (alpha > 1), so the answer is a positive b < 1 - a (0.094 by
     the same bisection in log domain); alpha = 2 (no overflow) at a = 0.7, eps = 0.5 gives 0.081."""
