@@ -93,9 +93,10 @@ def batch_1024():
 
 def scaling():
     rows_E = []
+    # one compilation for every E (a traced integer): the cost is the same program for each E
+    f = jax.jit(lambda e: sh.epsilon_for_delta_bracket(1e-5, noise_multiplier=1.0, num_rounds=1000.0, num_epochs=e).upper)
     for E in (10, 100, 1000, 10000):
-        f = jax.jit(lambda e: sh.epsilon_for_delta_bracket(1e-5, noise_multiplier=1.0, num_rounds=1000.0, num_epochs=e).upper)
-        t, v = timed(f, E)
+        t, v = timed(f, jnp.asarray(E))
         rows_E.append((E, t, float(v)))
     rows_M = []
     g = jax.jit(lambda m: ex.tv_gap(1.0, m))
@@ -103,6 +104,13 @@ def scaling():
         t, v = timed(g, M)
         rows_M.append((M, t, float(v)))
     return rows_E, rows_M
+
+
+def _flush(out, lines):
+    """Write what is measured so far (a long run that is stopped still leaves its sections)."""
+    with open(out, "w") as f:
+        f.write("\n".join(lines + ["", "(partial: the run had not finished)"]) + "\n")
+    print("\n".join(lines), flush=True)
 
 
 def main(out="benchmarks/results/shuffle.md"):
@@ -116,11 +124,13 @@ def main(out="benchmarks/results/shuffle.md"):
             lines.append(f"| {E} | {lo:.5f} | {up:.5f} | {tj:.3f} | {tf:.1f} | {plo:.5f} | {pup:.5f} | {tp:.2f} | {tp / tj:.1f}x |")
     except ImportError as e:  # pragma: no cover
         lines.append(f"peer not installed: {e}")
+    _flush(out, lines)
     t, tf, nan, per, need, mc = batch_1024()
     lines += ["", "## Exact single-epoch curve (8 points) + gap for 1024 (sigma, M) pairs", "",
               f"jaxdp: {t:.2f} s after compilation ({tf:.1f} s first call), {nan} NaN (unresolvable low-noise points).",
               f"numpy Monte Carlo of the gap: {per * 1e6:.1f} us/sample at M = 1000; standard error 1e-6 needs {need:.2e} samples per point;",
               f"for the same 1024 points (scaled by mean M) that is about {mc:.2e} s: ratio {mc / t:.1e}x.", ""]
+    _flush(out, lines)
     rE, rM = scaling()
     lines += ["## Cost independent of E (exact eps, sigma = 1, M = 1000, delta = 1e-5)", "", "| E | time (s) | eps |", "|---|---|---|"]
     lines += [f"| {E} | {t:.3f} | {v:.5f} |" for E, t, v in rE]
