@@ -191,3 +191,13 @@ def test_invalid_under_jit_is_nan(bad):
     kw = dict(noise_multiplier=1.0, sampling_probability=0.1, num_steps=10.0) | bad
     out = _eps_jit(*(jnp.full(B, kw[k]) for k in ("noise_multiplier", "sampling_probability", "num_steps")))
     assert np.all(np.isnan(np.asarray(out)))
+
+
+def test_regression_both_lower_curve_is_convex():
+    """Regression (fixed: 'both' lower curve = conv(min(f_r, f_a)) from the max profile).  Found by
+    test_tradeoff_bracket_is_a_tradeoff_curve in CI on 2026-11-29: at sigma = 1, q = 0.5, T = 1 the
+    pointwise min of the two directions' lower curves lay 3.7e-3 above a chord (not convex)."""
+    s, q, t = np.ones(B), np.r_[np.ones(B - 1), 0.5], np.ones(B)  # the failing example's shape
+    b = po.tradeoff_bracket(A, noise_multiplier=s, sampling_probability=q, num_steps=t, direction="both", grid=G)
+    assert_curve(A, np.asarray(b.lower), tol=1e-9, name="poisson lower (both)")
+    assert np.all(np.asarray(b.lower) <= np.asarray(b.upper) + 1e-12)
