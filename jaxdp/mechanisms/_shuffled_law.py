@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import ndtr, ndtri
+import numpy as np
+from jax.scipy.special import ndtri
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 _N_PROBE = 128
@@ -42,7 +43,11 @@ _LOG_TAIL_SUPPRESSION = 24.0  # alpha * W: wrap-around of the right tail damped 
 
 
 def _g_series(zeta):
-    """e^{i zeta} - 1 - i zeta; series for |zeta| < 1/4 (12 terms, error < 3e-18 relative)."""
+    """(e^{i zeta} - 1 - i zeta, e^{i zeta}); series for |zeta| < 1/4 (12 terms, < 3e-18 relative).
+
+    e^{i zeta} is returned directly (not as g + 1 + i zeta): for |zeta| ~ 1e12 (Laplace transform
+    at large lambda) that sum would cancel catastrophically.
+    """
     small = jnp.abs(zeta) < 0.25
     zs = jnp.where(small, zeta, 0.0)
     iz = 1j * zs
@@ -52,8 +57,10 @@ def _g_series(zeta):
         term = term * iz / k
         acc = acc + term
     zb = jnp.where(small, 1.0, zeta)
-    big = jnp.exp(1j * zb) - 1.0 - 1j * zb
-    return jnp.where(small, acc, big)
+    e_big = jnp.exp(1j * zb)
+    g = jnp.where(small, acc, e_big - 1.0 - 1j * zb)
+    e = jnp.where(small, 1.0 + 1j * zs + acc, e_big)
+    return g, e
 
 
 def _log1p_minus_id(z):
@@ -73,9 +80,8 @@ def _unwrap(angle):
     return jnp.concatenate([angle[..., :1], angle[..., :1] + jnp.cumsum(d, axis=-1)], axis=-1)
 
 
-def _quad_nodes(s, nz):
-    """Nodes/weights of the shifted-contour trapezoid rule for E[h(Y)], Y = e^{sZ - s^2/2}."""
-    beta = jnp.minimum(jnp.pi / (4.0 * s), 2.5)
+def _quad_nodes(s, nz, beta):
+    """Nodes/weights of the trapezoid rule for E[h(Y)], Y = e^{sZ - s^2/2}, on Im z = beta."""
     t_lo = -9.5
     t_hi = 2.0 * s + 9.5
     t = jnp.linspace(0.0, 1.0, nz) * (t_hi - t_lo) + t_lo
@@ -83,61 +89,104 @@ def _quad_nodes(s, nz):
     z = t + 1j * beta
     y = jnp.exp(s * z - 0.5 * s * s)
     wp = hz * jnp.exp(-0.5 * z * z) / _SQRT2PI
-    wq = hz * jnp.exp(-0.5 * (z - s) ** 2) / _SQRT2PI  # y * phi(z) = phi(z - s)
+    wq = wp * y  # y phi(z) = phi(z - s)
     return y, wp, wq
 
 
-def _log_cf_y(u, s, nz, block):
-    """K(u) = log E e^{iuY} - iu and K_Q(u) = log E[Y e^{iuY}] - iu, u sorted by Re u >= 0."""
-    y, wp, wq = _quad_nodes(s, nz)
+def _beta_cf(s):
+    """Contour shift for arg u in [0, pi/2] (Fourier side): arg(uY) in [pi/4, 3pi/4]."""
+    return jnp.minimum(jnp.pi / (4.0 * s), 2.5)
+
+
+def _cf_sums(u, s, nz, block, beta):
+    """r(u) = E[e^{iuY} - 1 - iuY], E e^{iuY}, E[Y e^{iuY}] for u of length nb * block.
+
+    ``beta`` (one per block of ``block`` consecutive u) is the contour shift Im z of the Gaussian
+    integral: on Im z = beta, arg(uY) = arg u + s beta, which must stay in (0, pi) (decay of e^{iuY}).
+    """
     n = u.shape[0]
     nb = n // block
     ub = u.reshape(nb, block)
 
-    def one(ublk):
+    def one(args):
+        ublk, b = args
+        y, wp, wq = _quad_nodes(s, nz, b)
         zeta = ublk[:, None] * y[None, :]
-        g = _g_series(zeta)
+        g, e = _g_series(zeta)
         r = jnp.sum(g * wp[None, :], axis=1)
-        eiz = g + 1.0 + 1j * zeta
-        php = jnp.sum(eiz * wp[None, :], axis=1)
-        phq = jnp.sum(eiz * wq[None, :], axis=1)
+        php = jnp.sum(e * wp[None, :], axis=1)
+        phq = jnp.sum(e * wq[None, :], axis=1)
         return r, php, phq
 
-    r, php, phq = jax.lax.map(one, ub)
-    r = r.reshape(n)
-    php = php.reshape(n)
-    phq = phq.reshape(n)
+    r, php, phq = jax.lax.map(one, (ub, beta))
+    return r.reshape(n), php.reshape(n), phq.reshape(n)
+
+
+def _safe_c(z):
+    """z with |z| < 1e-150 replaced by 1e-150: the derivatives of angle and abs divide by |z|^2,
+    which underflows (0/0 = NaN) below that.  Only transforms < 1e-150 are affected (log >= -345)."""
+    return jnp.where(jnp.abs(z) > 1e-150, z, 1e-150 + 0j)
+
+
+def _cf_logs(u, r, php, phq, unwrap):
+    """(K, K_Q, log phi_Y, log phi_Y') from the sums; K = log phi_Y(u) - iu, K_Q = log phi_Y'(u) - iu.
+
+    Near u = 0, K = r + (log1p(z) - z), z = iu + r, keeps full relative accuracy (M K with
+    M = 1e10); away from it the direct sums are used, their argument continued by ``unwrap``.
+    """
     z = 1j * u + r
     small = jnp.abs(z) < 0.1
     zs = jnp.where(small, z, 0.0)
     k_small = r + _log1p_minus_id(zs)
     # Away from u = 0 the direct sum has no cancellation (absolute error ~1e-17).
-    one_p = jnp.where(jnp.abs(z) < 0.5, 1.0 + z, php)
-    ang = _unwrap(jnp.angle(one_p))
-    k_big = jnp.log(jnp.maximum(jnp.abs(one_p), 1e-300)) + 1j * ang - 1j * u
-    k = jnp.where(small, k_small, k_big)
-    # Re u >= 0 along the array and u[0] = i alpha / sqrt(M) on the positive imaginary axis, where
-    # E[e^{iuY}] is real positive: the unwrapped argument is the continuous logarithm.
-    kq = jnp.log(jnp.maximum(jnp.abs(phq), 1e-300)) + 1j * _unwrap(jnp.angle(phq)) - 1j * u
+    one_p = _safe_c(jnp.where(jnp.abs(z) < 0.5, 1.0 + z, php))
+    lphi_big = jnp.log(jnp.abs(one_p)) + 1j * unwrap(jnp.angle(one_p))
+    k = jnp.where(small, k_small, lphi_big - 1j * u)
+    lphi = jnp.where(small, k_small + 1j * u, lphi_big)
+    phq = _safe_c(phq)
+    lphiq = jnp.log(jnp.abs(phq)) + 1j * unwrap(jnp.angle(phq))
+    return k, lphiq - 1j * u, lphi, lphiq
+
+
+def _log_cf_y(u, s, nz, block):
+    """K(u) and K_Q(u) for u sorted by Re u >= 0 with arg u in [0, pi/2] (Fourier side).
+
+    u[0] lies on the positive imaginary axis (or at 0), where E[e^{iuY}] is real positive, so the
+    unwrapped argument along the array is the continuous logarithm.
+    """
+    nb = u.shape[0] // block
+    r, php, phq = _cf_sums(u, s, nz, block, jnp.full((nb,), _beta_cf(s)))
+    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap)
     return k, kq
 
 
-# ---------------------------------------------------------------- grid law
+# ---------------------------------------------------------------- law on a grid
 
 
 class GridLaw(NamedTuple):
-    lo: jax.Array  # left end of the grid (U units)
-    h: jax.Array  # fine cell width
+    """Tabulated law of U = sqrt(M) (L - 1) under P and Q.
+
+    The table is uniform in a coordinate c: c = U (Fourier method, ``log_axis`` False) or
+    c = log S, S = M L = M + sqrt(M) U (Laplace method, ``log_axis`` True); entry k is at
+    c_k = lo + k h, k = 0 .. n_used - 1 (arrays are padded with their last entry beyond n_used).
+    """
+
+    lo: jax.Array  # left end of the grid (table coordinate)
+    h: jax.Array  # table spacing (table coordinate)
     sqrt_m: jax.Array
     s: jax.Array
     m: jax.Array
-    cdf_p: jax.Array  # P(U <= e_k), e_k = lo + k h, k = 0..n_trusted
+    cdf_p: jax.Array  # P(U <= x_k)
     sf_p: jax.Array
     cdf_q: jax.Array
     sf_q: jax.Array
-    ratio_p: jax.Array  # grid / one-big-jump tail at the end of the trusted range
+    ratio_p: jax.Array  # table / one-big-jump tail at the end of the table
     ratio_q: jax.Array
-    nyquist_cf: jax.Array  # |phi_U| at the coarse Nyquist frequency (resolution diagnostic)
+    resolved: jax.Array  # the law is resolved to the stated accuracy (else the callers give NaN)
+    log_axis: jax.Array  # table coordinate is log S
+    n_used: jax.Array  # number of valid table entries
+    x_end: jax.Array  # end of the table in U units
+    diag: jax.Array  # the resolution diagnostic that ``resolved`` thresholds
 
 
 def _log_sf_y(y, s):
@@ -158,12 +207,156 @@ def jump_tail(x, s, m, sqrt_m):
     return jnp.exp(lp), jnp.exp(lq)
 
 
-def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, block: int = 64):
-    """Law of U under P and Q on a grid; see module docstring."""
+# ---- Laplace method (small M / v: heavy, multi-scale laws) ------------------------------------
+
+_TALBOT_SIZES = ((28, 128), (20, 54))  # (Talbot nodes, Chebyshev nodes), largest that fits
+_LOG_TABLE = 4097  # uniform log-S table resampled from the Chebyshev interpolant
+_LOG_RANGE_TAIL = 1e-14  # mass left outside the Chebyshev range (each side)
+_N_CHERNOFF = 32
+_CHEB_TOL = 1e-7  # Chebyshev tail coefficients above this: not resolved (NaN)
+_FFT_TOL = 1e-12  # |phi_U| at the coarse Nyquist frequency above this: not resolved (NaN)
+
+
+def _talbot_sizes(slots):
+    for n_t, n_c in _TALBOT_SIZES:
+        if n_t * n_c <= slots:
+            return n_t, n_c
+    return _TALBOT_SIZES[-1]
+
+
+def _talbot_constants(n):
+    """Fixed Talbot (Abate & Valko 2004) in scaled form: f(t) = sum_j Re(c_j F(lam_j / t) / t...).
+
+    With r = 2n/(5t), nodes r lam_j, lam_0 = 1, lam_j = th_j (cot th_j + i), th_j = j pi / n:
+    L^{-1}[F/lambda](t) = sum_j Re(c_j F(r lam_j)) with c_j independent of t.
+    """
+    th = np.arange(n) * np.pi / n
+    lam = np.ones(n, dtype=complex)
+    sig = np.zeros(n)
+    cot = np.cos(th[1:]) / np.sin(th[1:])
+    lam[1:] = th[1:] * (cot + 1j)
+    sig[1:] = th[1:] + (th[1:] * cot - 1.0) * cot
+    c = np.exp(0.4 * n * lam) * (1.0 + 1j * sig) / (n * lam)
+    c[0] *= 0.5
+    return th, lam, c
+
+
+def _expm1c(z):
+    """e^z - 1 for complex z without cancellation near 0."""
+    x, y = jnp.real(z), jnp.imag(z)
+    sh = jnp.sin(0.5 * y)
+    return jnp.expm1(x) * jnp.cos(y) - 2.0 * sh * sh + 1j * jnp.exp(x) * jnp.sin(y)
+
+
+# Laplace method used for M / v <= c(sigma) (v = e^{1/sigma^2} - 1): piecewise linear in sigma for
+# log10 c, measured where each method meets ~1e-8 on the survival functions (docs/shuffle_exact.md):
+# the Talbot inversion degrades as the law of S concentrates (M / v up), the Fourier table's
+# one-big-jump hand-over as the law spreads (M / v down, small sigma).
+_C_SIGMA = np.array([0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 1.0])
+_LOG10_C = {
+    20: np.array([-2.2, -0.4, 0.11, 0.48, 0.7, 0.9, 0.95, 1.08]),  # 20 Talbot x 54 Chebyshev nodes
+    28: np.array([-1.0, -0.1, 0.48, 0.7, 0.9, 1.08, 1.3, 1.3]),  # 28 x 128
+}
+
+
+def _use_laplace(s, m, v, n_talbot):
+    """Where the Laplace (Talbot) method is used instead of the Fourier one."""
+    knots = _LOG10_C[20 if n_talbot < 28 else 28]
+    log10_c = jnp.interp(1.0 / s, jnp.asarray(_C_SIGMA), jnp.asarray(knots))
+    # sigma <= 2.2: the contour shift -theta/s of the Gaussian integral stays moderate
+    return (s >= 0.45) & (s <= 1.0 / 0.29) & (jnp.log10(m / v) <= log10_c)
+
+
+def _laplace_law(s, m, v, sqrt_m, lphi, lphiq, xi_lo, xi_hi, n_talbot, n_cheb, n_out):
+    """Tables of P/Q cdf and sf on a uniform log-S grid of n_out points from Talbot values.
+
+    ``lphi``, ``lphiq``: log E e^{-lambda Y}, log E[Y e^{-lambda Y}] at lambda = r_k lam_j,
+    shape (n_talbot, n_cheb), for Chebyshev nodes t_k in the asinh coordinate of log S.
+    """
+    _, _, c = _talbot_constants(n_talbot)
+    c = jnp.asarray(c)[:, None]
+    lp = m * lphi
+    lq = (m - 1.0) * lphi + lphiq
+
+    def inv(logf):
+        logf = jnp.minimum(jnp.real(logf), 700.0) + 1j * jnp.imag(logf)
+        cdf = jnp.sum(jnp.real(c * jnp.exp(logf)), axis=0)
+        sf = jnp.sum(jnp.real(c * -_expm1c(logf)), axis=0)
+        return cdf, sf
+
+    vals = jnp.stack(inv(lp) + inv(lq))  # (4, n_cheb): cdf_p, sf_p, cdf_q, sf_q at the nodes
+    # Chebyshev coefficients (first kind, DCT-II) of the cdfs: their tail is the resolution check
+    kk = np.arange(n_cheb)
+    dct = np.cos(np.pi * np.outer(kk, kk + 0.5) / n_cheb) * (2.0 / n_cheb)
+    coef = vals[jnp.array([0, 2])] @ jnp.asarray(dct).T
+    ctail = jnp.max(jnp.abs(coef[:, -8:]))
+    # barycentric interpolation onto the uniform log-S table
+    mu, sfw, e_lo, e_hi = _laplace_map(s, m, v, xi_lo, xi_hi)
+    xi = xi_lo + (xi_hi - xi_lo) * jnp.linspace(0.0, 1.0, n_out)
+    q = (jnp.arcsinh((xi - mu) / sfw) - e_lo) / (e_hi - e_lo)
+    nodes = jnp.asarray(_cheb01(n_cheb))
+    wb = jnp.asarray((-1.0) ** kk * np.sin(np.pi * (kk + 0.5) / n_cheb))
+    d = q[:, None] - nodes[None, :]
+    d = jnp.where(jnp.abs(d) < 1e-15, 1e-15, d)
+    b = wb[None, :] / d
+    tab = (b @ vals.T) / jnp.sum(b, axis=1, keepdims=True)  # (n_out, 4)
+    tab = jnp.clip(tab, 0.0, 1.0)
+    return tab[:, 0], tab[:, 1], tab[:, 2], tab[:, 3], ctail
+
+
+def _cheb01(n):
+    k = np.arange(n)
+    return 0.5 * (1.0 - np.cos(np.pi * (k + 0.5) / n))
+
+
+def _laplace_map(s, m, v, xi_lo, xi_hi):
+    """asinh coordinate of log S centred on the Fenton-Wilkinson lognormal fit of S.
+
+    Scale kappa x (log-sd of the fit): kappa = 1 concentrates the Chebyshev nodes on the bulk of
+    moderately concentrated laws; for M <~ 3 the law of log S is itself lognormal-like over the
+    whole range and kappa = 2 (closer to uniform in log S) resolves it better.
+    """
+    kappa = jnp.clip(2.5 - jnp.log10(m), 1.0, 2.0)
+    sfw = kappa * jnp.sqrt(jnp.log1p(v / m))
+    mu = jnp.log(m) - 0.5 * sfw * sfw / (kappa * kappa)
+    e_lo = jnp.arcsinh((xi_lo - mu) / sfw)
+    e_hi = jnp.arcsinh((xi_hi - mu) / sfw)
+    return mu, sfw, e_lo, e_hi
+
+
+def _laplace_nodes(s, m, v, xi_lo, xi_hi, n_talbot, n_cheb, n_slots, block):
+    """lambda at the Talbot x Chebyshev nodes (row j = Talbot node j, column k = threshold t_k),
+    padded to ``n_slots`` by repeating the last node, and the contour shift per block."""
+    th, lam, _ = _talbot_constants(n_talbot)
+    mu, sfw, e_lo, e_hi = _laplace_map(s, m, v, xi_lo, xi_hi)
+    e = e_lo + (e_hi - e_lo) * jnp.asarray(_cheb01(n_cheb))
+    xi = jnp.clip(mu + sfw * jnp.sinh(e), -700.0, 700.0)
+    r = 0.4 * n_talbot * jnp.exp(-xi)  # r = 2N / (5 t)
+    lam_jk = (jnp.asarray(lam)[:, None] * r[None, :]).reshape(-1)
+    n_lt = n_talbot * n_cheb
+    lam_all = jnp.concatenate([lam_jk, jnp.full((n_slots - n_lt,), lam_jk[-1])])
+    # contour shift per block: arg(lambda Y) = 0 on the shifted line (e^{-lambda Y} decays fastest);
+    # a block may straddle two Talbot rows (th differing by pi/N): the mean keeps |arg| <= pi/(2N)
+    th_slot = np.concatenate([np.repeat(th, n_cheb), np.full(n_slots - n_lt, th[-1])])
+    th_blk = th_slot.reshape(-1, block).mean(axis=1)
+    beta = jnp.maximum(-jnp.asarray(th_blk) / s, -8.0)
+    return lam_all, beta
+
+
+# ---- the law ---------------------------------------------------------------------------------
+
+
+def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, block: int = 64, method: str = "auto"):
+    """Law of U under P and Q on a grid; see module docstring.
+
+    ``method``: "auto" (Laplace where :func:`_use_laplace`, else Fourier), or force "fourier" /
+    "laplace" (for tests and calibration).
+    """
     s = 1.0 / sigma
     sqrt_m = jnp.sqrt(m)
     v = jnp.expm1(s * s)
     sd = jnp.sqrt(v)
+    beta0 = _beta_cf(s)
     # Lower tail: sums of nonnegative terms are sub-Gaussian below their mean with variance proxy
     # E[Y^2] = e^{s^2} per summand, so P(U < x) <= exp(-x^2 / (2 e^{s^2})).
     x_lo = -jnp.minimum(sqrt_m, 9.0 * jnp.exp(0.5 * s * s))
@@ -171,12 +364,16 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     zt = -ndtri(tail / 2.0)
     y_q = jnp.maximum(jnp.exp(0.5 * s * s + s * zt), jnp.exp(-0.5 * s * s - s * ndtri(tail / (2.0 * m))))
     x_hi = (y_q - 1.0) / sqrt_m + 10.0 * sd + v / sqrt_m
-    # Resolution: |phi_U(pi/h)| ~ exp(-v (pi/h)^2 / 2) <= e^-37 for a near-Gaussian law; for small
-    # M the law of L has structure on the scale of the median of Y, e^{-s^2/2}.
-    # Resolution from the characteristic function itself: the coarse Nyquist frequency pi/h must
-    # lie where |phi_U| < e^-40 (probed on a log grid of frequencies, undamped, u real).
+    # Probe (one evaluation): the characteristic function at 128 real frequencies (resolution of
+    # the Fourier grid: the coarse Nyquist frequency pi/h must lie where |phi_U| < e^-40) and the
+    # Laplace transform at 32 real lambda (Chernoff lower end of the log-S range).
     w_probe = jnp.logspace(-5.0, 4.0, _N_PROBE)
-    k_probe, _ = _log_cf_y(w_probe / sqrt_m + 0j, s, nz, _N_PROBE // 4)
+    lam_ch = jnp.logspace(-6.0, 14.0, _N_CHERNOFF)
+    u_probe = jnp.concatenate([w_probe / sqrt_m + 0j, 1j * lam_ch])
+    nbp = (_N_PROBE + _N_CHERNOFF) // 32
+    rp, pp, qp = _cf_sums(u_probe, s, nz, 32, jnp.full((nbp,), beta0))
+    kp, _, lphi_p, _ = _cf_logs(u_probe, rp, pp, qp, _unwrap)
+    k_probe = kp[:_N_PROBE]
     big = m * jnp.real(k_probe) > -40.0
     last = jnp.max(jnp.where(big, jnp.arange(_N_PROBE), 0))
     w_star = w_probe[jnp.minimum(last + 1, _N_PROBE - 1)]
@@ -193,12 +390,46 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     j = jnp.arange(n_coarse // 2 + 1, dtype=jnp.float64)
     w = 2.0 * jnp.pi * j / width
     nf = n_coarse // 2 + 1
-    pad = (-nf) % block
-    wpad = jnp.concatenate([w, w[-1] + (1 + jnp.arange(pad)) * (w[1] - w[0])]) if pad else w
-    u = (wpad + 1j * alpha) / sqrt_m
-    k, kq = _log_cf_y(u, s, nz, block)
-    k = k[:nf]
-    kq = kq[:nf]
+    nf_pad = nf + (-nf) % block
+    # ---- Laplace-method range and nodes (log S), computed for every (sigma, M) -------------------
+    n_talbot, n_cheb = _talbot_sizes(max(nf_pad, 17 * block))
+    n_slots = max(nf_pad, n_talbot * n_cheb)
+    n_slots += (-n_slots) % block
+    log_tail = math.log(_LOG_RANGE_TAIL)
+    # P(S <= t) <= e^{lambda t} E[e^{-lambda Y}]^M (Chernoff, any lambda > 0) and S >= a summand
+    t_ch = jnp.max((log_tail - m * jnp.real(lphi_p[_N_PROBE:])) / lam_ch)
+    y_hi = jnp.maximum(
+        jnp.exp(0.5 * s * s - s * ndtri(_LOG_RANGE_TAIL)),
+        jnp.exp(-0.5 * s * s - s * ndtri(_LOG_RANGE_TAIL / m)),
+    )
+    xi_hi = jnp.log(y_hi + m + 10.0 * jnp.sqrt(m * v))
+    xi_lo = jnp.maximum(jnp.log(jnp.maximum(t_ch, 1e-300)), -0.5 * s * s + s * ndtri(_LOG_RANGE_TAIL))
+    xi_lo = jnp.minimum(xi_lo, xi_hi - 1.0)
+    use_log = {"auto": _use_laplace(s, m, v, n_talbot), "fourier": jnp.asarray(False), "laplace": jnp.asarray(True)}[method]
+    lam_t, beta_t = _laplace_nodes(s, m, v, xi_lo, xi_hi, n_talbot, n_cheb, n_slots, block)
+    n_lt = n_talbot * n_cheb
+    # ---- one shared evaluation: Fourier frequencies or Laplace nodes -------------------------------
+    wpad = jnp.concatenate([w, w[-1] + (1 + jnp.arange(n_slots - nf)) * (w[1] - w[0])])
+    u_fft = (wpad + 1j * alpha) / sqrt_m
+    u_lt = 1j * lam_t
+    b_fft = jnp.full((n_slots // block,), beta0)
+    b_lt = beta_t
+    u = jnp.where(use_log, u_lt, u_fft)
+    r, php, phq = _cf_sums(u, s, nz, block, jnp.where(use_log, b_lt, b_fft))
+    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap)
+    # inputs of the branch not taken are made harmless (finite values, finite derivatives)
+    k = jnp.where(use_log, 0.0, k[:nf])
+    kq = jnp.where(use_log, 0.0, kq[:nf])
+
+    def unwrap_rows(a):  # continue the logarithm along each Talbot contour (from lambda > 0)
+        return jnp.swapaxes(_unwrap(jnp.swapaxes(a.reshape(n_talbot, n_cheb), 0, 1)), 0, 1).reshape(-1)
+
+    _, _, lphi_t, lphiq_t = _cf_logs(u[:n_lt], r[:n_lt], php[:n_lt], phq[:n_lt], unwrap_rows)
+    lam_flat = lam_t[:n_lt]
+    lphi_t = jnp.where(use_log, lphi_t, -lam_flat).reshape(n_talbot, n_cheb)
+    lphiq_t = jnp.where(use_log, lphiq_t, -lam_flat).reshape(n_talbot, n_cheb)
+
+    # ---- Fourier method: damped FFT cell masses --------------------------------------------------
     log_phi_p = m * k
     log_phi_q = (m - 1.0) * k + kq
     x0 = x_lo + 0.5 * hf
@@ -236,19 +467,57 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     reached = x_t >= x_hi - 10.0 * sd
     cdf_p, sf_p, bp = cdf_sf(mp, jnp.where(reached, jp, -1.0))
     cdf_q, sf_q, bq = cdf_sf(mq, jnp.where(reached, jq, -1.0))
+    nyq = jnp.exp(jnp.real(log_phi_p[-1]))
+
+    # ---- Laplace method: Talbot inversion at Chebyshev nodes, resampled to a log-S table --------
+    n_log = min(n_t + 1, _LOG_TABLE)
+    lcp, lsp, lcq, lsq, ctail = _laplace_law(
+        s, m, v, sqrt_m, lphi_t, lphiq_t, xi_lo, xi_hi, n_talbot, n_cheb, n_log
+    )
+
+    def pad(a):
+        return jnp.concatenate([a, jnp.full((n_t + 1 - n_log,), a[-1])])
+
+    h_log = (xi_hi - xi_lo) / (n_log - 1)
+    x_end_log = (jnp.exp(jnp.where(use_log, xi_hi, 0.0)) - m) / sqrt_m
+    # mass below the log range must be negligible (it is set to zero there)
+    diag_log = jnp.maximum(ctail, jnp.maximum(lcp[0], lcq[0]))
+
+    sel = lambda a, b: jnp.where(use_log, a, b)  # noqa: E731
+    cdf_p, sf_p, cdf_q, sf_q = sel(pad(lcp), cdf_p), sel(pad(lsp), sf_p), sel(pad(lcq), cdf_q), sel(pad(lsq), sf_q)
+    x_end = sel(x_end_log, x_t)
+    jp, jq = jump_tail(x_end, s, m, sqrt_m)
+    bp = sel(lsp[-1], bp)
+    bq = sel(lsq[-1], bq)
     # (safe denominators: the untaken branch's derivative would otherwise be NaN in reverse mode)
     ratio_p = jnp.clip(jnp.where(jp > 0, bp / jnp.where(jp > 0, jp, 1.0), 1.0), 0.2, 5.0)
     ratio_q = jnp.clip(jnp.where(jq > 0, bq / jnp.where(jq > 0, jq, 1.0), 1.0), 0.2, 5.0)
-    nyq = jnp.exp(jnp.real(log_phi_p[-1]))
-    return GridLaw(x_lo, hf, sqrt_m, s, m, cdf_p, sf_p, cdf_q, sf_q, ratio_p, ratio_q, nyq)
+    resolved = sel(diag_log <= _CHEB_TOL, nyq <= _FFT_TOL)
+    return GridLaw(
+        lo=sel(xi_lo, x_lo),
+        h=sel(h_log, hf),
+        sqrt_m=sqrt_m,
+        s=s,
+        m=m,
+        cdf_p=cdf_p,
+        sf_p=sf_p,
+        cdf_q=cdf_q,
+        sf_q=sf_q,
+        ratio_p=ratio_p,
+        ratio_q=ratio_q,
+        resolved=resolved,
+        log_axis=use_log,
+        n_used=sel(jnp.int32(n_log), jnp.int32(n_t + 1)),
+        x_end=x_end,
+        diag=sel(diag_log, nyq),
+    )
 
 
 # ---------------------------------------------------------------- interpolation
 
 
-def _lagrange6(values, pos):
-    """6-point Lagrange interpolation of ``values`` (on 0..n-1) at real positions ``pos``."""
-    n = values.shape[0]
+def _lagrange6(values, pos, n):
+    """6-point Lagrange interpolation of ``values`` (valid on 0..n-1) at real positions ``pos``."""
     i0 = jnp.clip(jnp.floor(pos).astype(jnp.int32) - 2, 0, n - 6)
     t = pos - i0
     out = jnp.zeros_like(pos)
@@ -261,28 +530,42 @@ def _lagrange6(values, pos):
     return out
 
 
+def _position(law: GridLaw, x):
+    """Table position of x (U units); below the table (incl. L <= 0) negative."""
+    sv = law.m + law.sqrt_m * x
+    ok = sv > 0.0
+    pos_log = jnp.where(ok, (jnp.log(jnp.where(ok, sv, 1.0)) - law.lo) / law.h, -1.0)
+    return jnp.where(law.log_axis, pos_log, (x - law.lo) / law.h)
+
+
+def _to_x(law: GridLaw, c):
+    """U value of table coordinate c."""
+    e = jnp.exp(jnp.where(law.log_axis, jnp.minimum(c, 700.0), 0.0))
+    return jnp.where(law.log_axis, (e - law.m) / law.sqrt_m, c)
+
+
 def cdf_sf_at(law: GridLaw, x):
     """(P(U <= x), P(U > x), Q(U <= x), Q(U > x)) for an array x in U units.
 
     6-point Lagrange interpolation of the tabulated cdf (where it is below 1/2) or sf (above), so
-    both tails keep their relative accuracy; beyond the trusted range the matched one-big-jump tail.
+    both tails keep their relative accuracy; beyond the table the matched one-big-jump tail.
     """
-    n = law.cdf_p.shape[0]
-    pos = (x - law.lo) / law.h
+    n = law.n_used
+    pos = _position(law, x)
     posc = jnp.clip(pos, 0.0, n - 1.0)
     out = []
     for cdf, sf, ratio, which in (
         (law.cdf_p, law.sf_p, law.ratio_p, 0),
         (law.cdf_q, law.sf_q, law.ratio_q, 1),
     ):
-        s_int = jnp.clip(_lagrange6(sf, posc), 0.0, 1.0)
-        c_int = jnp.clip(_lagrange6(cdf, posc), 0.0, 1.0)
+        s_int = jnp.clip(_lagrange6(sf, posc, n), 0.0, 1.0)
+        c_int = jnp.clip(_lagrange6(cdf, posc, n), 0.0, 1.0)
         sfv = jnp.where(s_int <= 0.5, s_int, 1.0 - c_int)
         cdv = jnp.where(c_int <= 0.5, c_int, 1.0 - s_int)
         beyond = pos > n - 1.0
         # finite stand-in for x = +inf (set exactly below): jump_tail(inf) has a NaN derivative
-        xt = jnp.where(beyond, jnp.minimum(x, 1e250), law.lo + (n - 1.0) * law.h)
-        tail = jnp.minimum(jump_tail(xt, law.s, law.m, law.sqrt_m)[which] * ratio, sf[-1])
+        xt = jnp.where(beyond, jnp.minimum(x, 1e250), law.x_end)
+        tail = jnp.minimum(jump_tail(xt, law.s, law.m, law.sqrt_m)[which] * ratio, sf[n - 1])
         sfv = jnp.where(pos < 0.0, 1.0, jnp.where(beyond, tail, sfv))
         cdv = jnp.where(pos < 0.0, 0.0, jnp.where(beyond, 1.0 - tail, cdv))
         sfv = jnp.where(jnp.isposinf(x), 0.0, sfv)
@@ -292,8 +575,8 @@ def cdf_sf_at(law: GridLaw, x):
 
 
 def invert_sf(law: GridLaw, a, which: str):
-    """x with P(U > x) = a (which="p_sf") or Q(U <= x) = a (which="q_cdf")."""
-    n = law.cdf_p.shape[0]
+    """x (U units) with P(U > x) = a (which="p_sf") or Q(U <= x) = a (which="q_cdf")."""
+    n = law.n_used
     if which == "p_sf":
         tab, sign = law.sf_p, -1.0  # decreasing
     else:
@@ -302,18 +585,12 @@ def invert_sf(law: GridLaw, a, which: str):
     i = jnp.clip(jnp.searchsorted(key, sign * a), 1, n - 1)
     f0, f1 = tab[i - 1], tab[i]
     frac = jnp.clip((a - f0) / jnp.where(f1 != f0, f1 - f0, 1.0), 0.0, 1.0)
-    x = law.lo + (i - 1 + frac) * law.h
+    pos = i - 1 + frac
     for _ in range(2):  # Newton on the interpolant; the local cell slope is the derivative
-        cp, sp, cq, sq = cdf_sf_at(law, x)
+        cp, sp, cq, sq = cdf_sf_at(law, _to_x(law, law.lo + pos * law.h))
         val = sp if which == "p_sf" else cq
-        j = jnp.clip(jnp.floor((x - law.lo) / law.h).astype(jnp.int32), 0, n - 2)
-        slope = (tab[j + 1] - tab[j]) / law.h
+        j = jnp.clip(jnp.floor(pos).astype(jnp.int32), 0, n - 2)
+        slope = tab[j + 1] - tab[j]
         step = jnp.where(slope != 0, (val - a) / jnp.where(slope != 0, slope, 1.0), 0.0)
-        x = jnp.clip(x - step, law.lo + (i - 2) * law.h, law.lo + (i + 1) * law.h)
-    return x
-
-
-def density_p_at(law: GridLaw, x):
-    pos = jnp.clip((x - law.lo) / law.h, 0.0, law.cdf_p.shape[0] - 1.0)
-    i = jnp.clip(jnp.floor(pos).astype(jnp.int32), 0, law.cdf_p.shape[0] - 2)
-    return (law.cdf_p[i + 1] - law.cdf_p[i]) / law.h
+        pos = jnp.clip(pos - step, i - 2.0, i + 1.0)
+    return _to_x(law, law.lo + pos * law.h)

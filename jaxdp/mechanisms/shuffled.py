@@ -55,9 +55,6 @@ from jaxdp.mechanisms.base import DIRECTIONS, pytree_dataclass
 
 __all__ = ["ShuffledGaussian", "tradeoff", "tradeoff_reverse", "tv_gap"]
 
-# Largest |phi_U| at the grid's Nyquist frequency that still counts as resolved.
-_RESOLVED = 1e-12
-
 _SIGMA_RANGE = dict(lo=0.0, lo_open=True)
 _M_RANGE = dict(lo=1.0)
 
@@ -98,7 +95,7 @@ def _cdf_sf(sigma, m, u_thr, grid_size, upsample, quad_nodes, tail):
 def _cdf_sf_from_law(law, sigma, m, u_thr):
     is_one = m == 1.0
     grid = _law.cdf_sf_at(law, u_thr)
-    bad = law.nyquist_cf > _RESOLVED
+    bad = ~law.resolved
     exact = _exact_m1(u_thr, 1.0 / sigma)
     return tuple(
         jnp.where(is_one, e, jnp.where(bad, jnp.nan, g)) for e, g in zip(exact, grid)
@@ -229,29 +226,37 @@ class PreparedShuffledGaussian(ShuffledGaussian):
 # ------------------------------------------------------------------------- direct functions
 
 
+# Fourier tables whose one-big-jump hand-over carries more Q-mass than this give f errors above
+# ~1e-6 beyond the table (measured, docs/shuffle_exact.md): NaN there rather than a wrong number.
+_HANDOVER_MASS = 3e-3
+
+
 @partial(jax.jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
 def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     is_one = m == 1.0
     m_safe = jnp.where(is_one, 2.0, m)
     law = _law_for(sigma, m_safe, grid_size, upsample, quad_nodes, 1e-10)
     s = 1.0 / sigma
-    n = law.cdf_p.shape[0]
+    sf_p_end = law.sf_p[law.n_used - 1]
     if not reverse:
         x = _law.invert_sf(law, a, "p_sf")
         # a below the table: invert the matched jump tail M r Pbar_Y(1 + sqrt(M) x) = a.
         y = jnp.exp(-0.5 * s * s - s * ndtri(jnp.clip(a / (m_safe * law.ratio_p), 1e-300, 0.5)))
-        x = jnp.where(a < law.sf_p[-1], (y - 1.0) / law.sqrt_m, x)
+        x = jnp.where(a < sf_p_end, (y - 1.0) / law.sqrt_m, x)
         _, _, cq, _ = _law.cdf_sf_at(law, x)
         f = jnp.where(a >= law.sf_p[0], 0.0, cq)
         # M == 1: G_{1/sigma}(a) = Phi(Phi^{-1}(1 - a) - 1/sigma).
         exact = ndtr(-ndtri(a) - s)
+        beyond = a < sf_p_end
     else:
         x = _law.invert_sf(law, a, "q_cdf")
         _, sp, _, _ = _law.cdf_sf_at(law, x)
-        f = jnp.where(a <= law.cdf_q[0], 1.0, jnp.where(a >= law.cdf_q[-1], 0.0, sp))
+        f = jnp.where(a <= law.cdf_q[0], 1.0, jnp.where(a >= law.cdf_q[law.n_used - 1], 0.0, sp))
         exact = ndtr(-ndtri(a) - s)  # G_mu is symmetric
+        beyond = a > law.cdf_q[law.n_used - 1]
     f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, f))
-    bad = law.nyquist_cf > _RESOLVED
+    weak_tail = beyond & ~law.log_axis & (law.sf_q[law.n_used - 1] > _HANDOVER_MASS)
+    bad = ~law.resolved | weak_tail
     return jnp.where(is_one, exact, jnp.where(bad, jnp.nan, jnp.clip(f, 0.0, 1.0 - a)))
 
 
