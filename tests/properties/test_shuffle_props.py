@@ -26,12 +26,9 @@ sigma_st = st.floats(0.5, 8.0)
 
 
 def _exact(a, sigma, M):
-    """The exact curve, or None inside the observed unresolved band (documented NaN: all of it NaN)."""
+    """The exact curve; for sigma >= 0.5 it is resolved everywhere (issue 3), so NaN is a failure."""
     f = np.asarray(ms.tradeoff(a, sigma, M))
-    if np.any(np.isnan(f)):
-        assert np.all(np.isnan(f)), "partially NaN curve"
-        assert sigma < 1.5 and M < 20, f"NaN outside the unresolved band: sigma={sigma}, M={M}"
-        return None
+    assert not np.any(np.isnan(f)), f"NaN in the exact curve: sigma={sigma}, M={M}"
     return f
 logm_st = st.floats(0.0, 8.0)  # M = 10**logm in [1, 1e8]
 
@@ -41,8 +38,6 @@ logm_st = st.floats(0.0, 8.0)  # M = 10**logm in [1, 1e8]
 def test_exact_single_epoch_curve_valid_and_between_bounds(sigma, logm):
     M = 10.0**logm
     f = _exact(A, sigma, M)
-    if f is None:
-        return
     assert_curve(A, f, tol=1e-8, name=f"shuffled exact sigma={sigma} M={M}")
     # linear test is an upper bound on f; Berry-Esseen (in its regime) a lower bound
     up = np.asarray(cf.tradeoff_linear_test(A, sigma, M))
@@ -62,8 +57,6 @@ def test_reverse_curve_is_the_inverse(sigma, logm):
     """T(Q, P) = T(P, Q)^{-1}: f_rev(f(a)) = a wherever f is strictly decreasing."""
     M = 10.0**logm
     f = _exact(A, sigma, M)
-    if f is None:
-        return
     r = np.asarray(ms.tradeoff_reverse(f, sigma, M))
     assert_curve(np.sort(f), np.asarray(ms.tradeoff_reverse(np.sort(f), sigma, M)), tol=1e-8, name="reverse")
     strict = (f > 1e-6) & (f < 1 - 1e-6) & (A > 1e-6)
@@ -78,13 +71,9 @@ def test_reverse_curve_is_the_inverse(sigma, logm):
 def test_exact_curve_monotone_in_sigma_and_M(sigma, logm, factor):
     M = 10.0**logm
     f = _exact(A, sigma, M)
-    if f is None:
-        return
     more_rounds = _exact(A, sigma, M * factor)
     more_noise = _exact(A, sigma * factor, M)
-    if more_rounds is not None:  # M=1 (Gaussian) -> M=2 can enter the unresolved band
-        assert np.all(more_rounds >= f - 1e-8), np.min(more_rounds - f)
-    assert more_noise is not None
+    assert np.all(more_rounds >= f - 1e-8), np.min(more_rounds - f)
     assert np.all(more_noise >= f - 1e-8), np.min(more_noise - f)
 
 
@@ -96,17 +85,15 @@ def test_one_round_is_the_gaussian_mechanism(sigma):
     np.testing.assert_allclose(f, ref, atol=1e-12)
 
 
-def test_regression_unresolved_band_is_all_nan_not_partial():
-    """Observed band where the exact law is NaN (sigma=1: M<=2; 0.7: M<=5; 0.5: M<=10): all NaN, never partial."""
+def test_regression_former_nan_band_is_resolved():
+    """Formerly all-NaN (sigma=1: M<=2; 0.7: M<=5; 0.5: M<=10): now the Laplace method, a valid curve."""
     for sigma, M in [(1.0, 2.0), (0.7, 5.0), (0.5, 10.0)]:
-        f = np.asarray(ms.tradeoff(A, sigma, M))
-        assert np.all(np.isnan(f))
+        f = _exact(A, sigma, M)
+        assert_curve(A, f, tol=1e-8, name=f"shuffled exact sigma={sigma} M={M}")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG/limitation: the exact single-epoch law is NaN at sigma=1, M=2 "
-                   "(found by test_exact_curve_monotone_in_sigma_and_M); the docstring only announces NaN for "
-                   "'sigma < 0.5 and 1 < M < ~100'")
 def test_regression_sigma_1_two_rounds_resolved():
+    # was a strict xfail (NaN, found by test_exact_curve_monotone_in_sigma_and_M)
     assert np.isfinite(float(ms.tradeoff(0.1, 1.0, 2.0)))
 
 
