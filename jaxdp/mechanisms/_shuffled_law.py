@@ -43,23 +43,25 @@ _LOG_TAIL_SUPPRESSION = 24.0  # alpha * W: wrap-around of the right tail damped 
 
 
 def _g_series(zeta):
-    """(e^{i zeta} - 1 - i zeta, e^{i zeta}); series for |zeta| < 1/4 (12 terms, < 3e-18 relative).
+    """(e^{i zeta} - 1 - i zeta, e^{i zeta}) in real arithmetic, i zeta = x + i y.
 
-    e^{i zeta} is returned directly (not as g + 1 + i zeta): for |zeta| ~ 1e12 (Laplace transform
-    at large lambda) that sum would cancel catastrophically.
+    g = (expm1(x) - x - 2 sin^2(y/2) (1 + expm1(x))) + i ((sin y - y) + expm1(x) sin y): every
+    term is either accurate or has absolute error <= 2 eps |zeta| (expm1(x) - x, sin y - y), so
+    r(u) = E g(uY) has absolute error ~eps |u| and M r(u / sqrt(M)) ~eps w / sqrt(M) (measured
+    <= 1.8 eps |zeta| against mpmath for |zeta| in [1e-8, 1e2]).  e^{i zeta} is computed directly
+    (not as g + 1 + i zeta): for |zeta| ~ 1e12 (Laplace transform at large lambda) that sum would
+    cancel catastrophically.  Four real transcendentals instead of a complex series plus a complex
+    exponential: ~1.5x faster for the same accuracy.
     """
-    small = jnp.abs(zeta) < 0.25
-    zs = jnp.where(small, zeta, 0.0)
-    iz = 1j * zs
-    term = 0.5 * iz * iz
-    acc = term
-    for k in range(3, 14):
-        term = term * iz / k
-        acc = acc + term
-    zb = jnp.where(small, 1.0, zeta)
-    e_big = jnp.exp(1j * zb)
-    g = jnp.where(small, acc, e_big - 1.0 - 1j * zb)
-    e = jnp.where(small, 1.0 + 1j * zs + acc, e_big)
+    x = -jnp.imag(zeta)
+    y = jnp.real(zeta)
+    em1 = jnp.expm1(x)
+    ex = jnp.exp(x)
+    sy = jnp.sin(y)
+    sh = jnp.sin(0.5 * y)
+    omc = 2.0 * sh * sh  # 1 - cos y without cancellation
+    e = jax.lax.complex(ex * (1.0 - omc), ex * sy)
+    g = jax.lax.complex(em1 - x - omc - em1 * omc, (sy - y) + em1 * sy)
     return g, e
 
 
@@ -128,22 +130,34 @@ def _safe_c(z):
     return jnp.where(jnp.abs(z) > 1e-150, z, 1e-150 + 0j)
 
 
-def _cf_logs(u, r, php, phq, unwrap):
+def _cf_logs(u, r, php, phq, unwrap, center: bool = False):
     """(K, K_Q, log phi_Y, log phi_Y') from the sums; K = log phi_Y(u) - iu, K_Q = log phi_Y'(u) - iu.
 
     Near u = 0, K = r + (log1p(z) - z), z = iu + r, keeps full relative accuracy (M K with
     M = 1e10); away from it the direct sums are used, their argument continued by ``unwrap``.
+    ``center``: continue the argument of phi e^{-iu} (that of K) instead of that of phi.  On the
+    Fourier side arg phi_Y(u) ~ Re u turns by 2 pi / (T sqrt(M)) per node, more than pi for small
+    M and narrow laws, while arg e^{K} turns slowly; for non-integer M a lost turn of 2 pi in K
+    would change M K (for integer M it cancels).
     """
     z = 1j * u + r
-    small = jnp.abs(z) < 0.1
+    # the series (principal log1p) only near u = 0: for narrow laws phi_Y(u) returns close to 1
+    # near u = 2 pi k (|z| small again), where the continuous log differs by 2 pi i k
+    small = (jnp.abs(z) < 0.1) & (jnp.abs(u) < 1.0)
     zs = jnp.where(small, z, 0.0)
     k_small = r + _log1p_minus_id(zs)
     # Away from u = 0 the direct sum has no cancellation (absolute error ~1e-17).
     one_p = _safe_c(jnp.where(jnp.abs(z) < 0.5, 1.0 + z, php))
+    phq = _safe_c(phq)
+    if center:
+        re_u, im_u = jnp.real(u), jnp.imag(u)
+        k_big = jnp.log(jnp.abs(one_p)) + im_u + 1j * unwrap(jnp.angle(one_p) - re_u)
+        k = jnp.where(small, k_small, k_big)
+        kq = jnp.log(jnp.abs(phq)) + im_u + 1j * unwrap(jnp.angle(phq) - re_u)
+        return k, kq, k + 1j * u, kq + 1j * u
     lphi_big = jnp.log(jnp.abs(one_p)) + 1j * unwrap(jnp.angle(one_p))
     k = jnp.where(small, k_small, lphi_big - 1j * u)
     lphi = jnp.where(small, k_small + 1j * u, lphi_big)
-    phq = _safe_c(phq)
     lphiq = jnp.log(jnp.abs(phq)) + 1j * unwrap(jnp.angle(phq))
     return k, lphiq - 1j * u, lphi, lphiq
 
@@ -156,8 +170,21 @@ def _log_cf_y(u, s, nz, block):
     """
     nb = u.shape[0] // block
     r, php, phq = _cf_sums(u, s, nz, block, jnp.full((nb,), _beta_cf(s)))
-    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap)
+    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap, center=True)
     return k, kq
+
+
+def _log_laplace_real(lam, s, n: int = 384):
+    """log E e^{-lam (Y - 1)} for real lam >= 0 (trapezoid on the real line in log space).
+
+    The integrand is positive, so the log-sum-exp has no cancellation or underflow; the range
+    t in [-30, 2s + 12] holds the saddle point for lam s <= ~20 (Chernoff bounds use lam s <= 10).
+    """
+    t = jnp.linspace(-30.0, 2.0 * s + 12.0, n)
+    h = t[1] - t[0]
+    y = jnp.exp(s * t - 0.5 * s * s)
+    base = jnp.log(h) - 0.5 * t * t - 0.5 * math.log(2.0 * math.pi) - lam * (y - 1.0)
+    return jax.nn.logsumexp(base)
 
 
 # ---------------------------------------------------------------- law on a grid
@@ -360,6 +387,11 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     # Lower tail: sums of nonnegative terms are sub-Gaussian below their mean with variance proxy
     # E[Y^2] = e^{s^2} per summand, so P(U < x) <= exp(-x^2 / (2 e^{s^2})).
     x_lo = -jnp.minimum(sqrt_m, 9.0 * jnp.exp(0.5 * s * s))
+    # ... and the Chernoff bound P(U <= x) <= exp(M log E e^{-lam (Y - 1) / sqrt(M)} + lam x) <= e^-40
+    # at lam = 9 / sd (the Gaussian optimum), much tighter for small s where e^{s^2} ~ 1 >> v.
+    lam_lo = 9.0 / sd
+    x_ch = -(40.0 + m * _log_laplace_real(lam_lo / sqrt_m, s)) / lam_lo
+    x_lo = jnp.maximum(x_lo, jnp.minimum(x_ch, -sd))
     # Upper end wanted: Q(U > x_hi) ~ tail, from the tilted jump and the M untilted jumps.
     zt = -ndtri(tail / 2.0)
     y_q = jnp.maximum(jnp.exp(0.5 * s * s + s * zt), jnp.exp(-0.5 * s * s - s * ndtri(tail / (2.0 * m))))
@@ -416,7 +448,7 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     b_lt = beta_t
     u = jnp.where(use_log, u_lt, u_fft)
     r, php, phq = _cf_sums(u, s, nz, block, jnp.where(use_log, b_lt, b_fft))
-    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap)
+    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap, center=True)
     # inputs of the branch not taken are made harmless (finite values, finite derivatives)
     k = jnp.where(use_log, 0.0, k[:nf])
     kq = jnp.where(use_log, 0.0, kq[:nf])
