@@ -325,3 +325,74 @@ def test_bad_input():
     # ~4e-5 in f (measured against the Laplace reference): NaN there, finite inside the table
     f = np.asarray(tradeoff(jnp.array([1e-4, 0.01, 0.1, 0.3, 0.5, 0.9]), 0.3, 3000.0))
     assert np.isnan(f[0]) and np.all(np.isfinite(f[1:]))
+
+
+# ------------------------------------------------------------------ the gap by one contour integral
+
+
+def _gap_refs():
+    """(sigma, M, gap) from the mpmath references above: the rows at x = 0 (L = 1), q_sf - p_sf."""
+    out = []
+    for table in (REF, REF_SMALL):
+        for (sigma, m), rows in table.items():
+            for x, p_sf, q_cdf, q_sf in rows:
+                if x == 0.0:
+                    out.append((sigma, m, q_sf - p_sf))
+    return out
+
+
+def test_contour_gap_against_mpmath_references():
+    # REF: Gil-Pelaez + Gauss-Legendre (mpmath); REF_SMALL: de Hoog inversion (mpmath, 20 digits).
+    refs = _gap_refs()
+    assert len(refs) >= 10
+    sig, ms, want = (np.array(c) for c in zip(*refs))
+    got = np.asarray(tv_gap(sig, ms))  # method="contour" (default)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+
+
+def test_contour_gap_agrees_with_the_tabulated_law():
+    # Two independent numerical routes to TV: the damped-FFT table read at L = 1 (method="table")
+    # and the single line integral / Talbot inversion (method="contour").  Non-integer M included:
+    # a lost 2 pi in log phi_Y only shows there (the table was wrong at sigma = 38, M = 2.92).
+    sig = np.array([0.3, 0.5, 0.7, 1.0, 2.0, 8.0, 20.0, 38.46, 50.0])
+    ms = np.array([2.0, 2.92, 7.5, 19.38, 1e3, 3.3e5, 1e10])
+    s, m = (a.ravel() for a in np.meshgrid(sig, ms, indexing="ij"))
+    fast = np.asarray(tv_gap(s, m))
+    table = np.asarray(tv_gap(s, m, method="table"))
+    assert np.all(np.isfinite(fast)) and np.all(np.isfinite(table))
+    np.testing.assert_allclose(fast, table, rtol=0, atol=2e-7)  # worst measured: 9e-8 (sigma = 0.3)
+
+
+def test_narrow_law_non_integer_m_regression():
+    # sigma = 38.46, M = 2.92: the tabulated cdf had negative cell masses and P(U <= 0) = 0.336
+    # (the log1p series was taken near u = 2 pi, where phi_Y returns to ~1).  Reference: the CLT,
+    # exact as sigma -> infinity (gap = 2 Phi(mu/2) - 1, mu = sqrt((e^{1/sigma^2} - 1) / M)); at this
+    # sigma its relative error is ~1e-4 (it matches the exact gap at the integer M = 3 to 1e-4).
+    from jaxdp.mechanisms import _shuffled_law as law
+
+    sigma, m = 38.46, 2.92
+    tab = law.grid_law(sigma, m, n_coarse=2**11, upsample=16, tail=1e-10, nz=320)
+    masses = np.diff(np.asarray(tab.cdf_p)[: int(tab.n_used)])
+    assert masses.min() > -1e-12
+    mu = math.sqrt(math.expm1(1.0 / sigma**2) / m)
+    clt = 2.0 * stats.norm.cdf(mu / 2.0) - 1.0
+    for method in ("contour", "table"):
+        assert abs(float(tv_gap(sigma, m, method=method)) / clt - 1.0) < 1e-3
+    # the curve at sigma = 50 (was NaN for M >= 100): close to G_mu, mu = sqrt(v / M)
+    a = np.array([0.05, 0.3, 0.5, 0.9])
+    for m in (100.0, 1e6):
+        mu = math.sqrt(math.expm1(1.0 / 2500.0) / m)
+        g = stats.norm.cdf(stats.norm.ppf(1 - a) - mu)
+        f = np.asarray(tradeoff(jnp.asarray(a), 50.0, m))
+        np.testing.assert_allclose(f, g, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("sigma,m", [(1.0, 1e4), (0.6, 20.0), (4.0, 3.0), (0.8, 1e8)])
+def test_contour_gap_gradients_match_finite_differences(sigma, m):
+    # line integral at (1, 1e4), (4, 3), (0.8, 1e8); Talbot at (0.6, 20); central differences, h = 1e-5 rel.
+    g_s, g_m = jax.grad(lambda s, mm: tv_gap(s, mm), argnums=(0, 1))(sigma, m)
+    hs, hm = 1e-5 * sigma, 1e-5 * m
+    fd_s = (float(tv_gap(sigma + hs, m)) - float(tv_gap(sigma - hs, m))) / (2 * hs)
+    fd_m = (float(tv_gap(sigma, m + hm)) - float(tv_gap(sigma, m - hm))) / (2 * hm)
+    assert abs(float(g_s) / fd_s - 1.0) < 1e-4, (float(g_s), fd_s)
+    assert abs(float(g_m) / fd_m - 1.0) < 1e-4, (float(g_m), fd_m)

@@ -1,0 +1,144 @@
+r"""The single-epoch gap TV(P, Q) of the shuffled Gaussian pair by one contour integral (private).
+
+The gap needs the law of :math:`U = \sqrt M (L - 1)` at one point only,
+:math:`TV = P(U \le 0) - Q(U \le 0)`, so instead of tabulating the whole law (``_shuffled_law``,
+~1200 transform evaluations) it is computed from ~100 evaluations of the same characteristic
+functions:
+
+* **Fourier line** (the law is concentrated, M / v not small; v = e^{1/sigma^2} - 1 = Var Y): for
+  c > 0, :math:`P(U \le 0) = \frac{1}{\pi}\,\mathrm{Re}\int_0^\infty \varphi_U(w + ic)/(c - iw)\,dw`
+  (damped indicator), so
+
+  .. math:: TV = \frac{1}{\pi}\mathrm{Re}\int_0^\infty
+            \frac{-\varphi^P_U(w + ic)\,\mathrm{expm1}(\log\varphi^Q_U - \log\varphi^P_U)}{c - iw}\,dw,
+
+  the difference taken inside the integrand (no cancellation when the gap is small).  The
+  trapezoid rule with step 2 pi / T is exact up to aliasing
+  :math:`\sum_{k \ge 1} e^{-ckT} + e^{ckT} P(U \le -kT)`; with T = 14 sd(U), c = 4 / sd(U) both are
+  below e^{-40} for near-Gaussian laws, and both are *checked*: the lower-tail term with the
+  Chernoff bound :math:`P(U \le -T) \le e^{-\lambda T} E e^{-\lambda U}` evaluated from the same
+  transform (and it is exactly 0 when T >= sqrt(M), as U >= -sqrt(M)), the truncation at the last
+  node by :math:`|\varphi_U|` there.  Either check failing marks the branch unresolved.
+* **Talbot** (small M / v, heavy multi-scale laws, where the Fourier integrand decays slowly): the
+  fixed Talbot inversion (Abate & Valko 2004) of the Laplace transform of S = M L at t = M,
+  :math:`P(S \le M) = \sum_j \mathrm{Re}(c_j \psi(r\lambda_j))`, 28 nodes, the same transform on
+  rotated Gaussian contours as ``_shuffled_law``'s Laplace method, used where that method is
+  (``_shuffled_law._use_laplace``).
+
+Both branches are evaluated (static shapes: ``vmap`` computes both anyway) and the result is NaN
+when the selected one is not resolved.  Accuracy against the tabulated law and the mpmath
+reference: ``tests/shuffle/test_gap_fast.py`` and ``docs/shuffle_exact.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxdp.mechanisms import _shuffled_law as _law
+
+N_LINE = 96  # trapezoid nodes on the Fourier line
+N_TALBOT = 28  # Talbot nodes
+_CT = 56.0  # c T: upper aliasing e^{-56}
+_LOG_MGF2 = 24.0  # log E e^{-2cU} allowed
+_TALBOT_MV = 20.0  # Talbot as fallback up to M / v = 20
+_LOG_TOL = -36.0  # aliasing and truncation must each be below e^-36 (~2e-16)
+_LOG_AMP = 12.0  # round-off amplification E e^{-cU} at most e^12 (~2e-11 absolute)
+
+
+def _log_laplace_real(lam, s, n=384):
+    """(log E e^{-lam (Y - 1)}, log E_Q e^{-lam (Y - 1)}) for real lam >= 0, E_Q = E[Y .].
+
+    Trapezoid rule on the real line in log space (positive integrand, no underflow): the
+    Chernoff certificate of the lower aliasing term needs lam up to ~10 / s, where E e^{-lam Y}
+    itself is below the range of the complex quadrature.
+    """
+    t = jnp.linspace(-30.0, 2.0 * s + 12.0, n)
+    h = t[1] - t[0]
+    y = jnp.exp(s * t - 0.5 * s * s)
+    base = jnp.log(h) - 0.5 * t * t - 0.5 * math.log(2.0 * math.pi) - lam * (y - 1.0)
+    return jax.nn.logsumexp(base), jax.nn.logsumexp(base + jnp.log(y))
+
+
+def _damping(s, m, sqrt_m, sd):
+    """Largest c with log E_P e^{-2cU} <= _LOG_MGF2 (bisection in log c, real Laplace transform)."""
+
+    def g(c):
+        return m * _log_laplace_real(2.0 * c / sqrt_m, s)[0]
+
+    lo = jnp.log(0.5 / sd)
+    hi = jnp.log(jnp.maximum(1e3 / sd, 1e2 / sqrt_m))
+
+    def body(_, b):
+        lo_, hi_ = b
+        mid = 0.5 * (lo_ + hi_)
+        ok = g(jnp.exp(mid)) <= _LOG_MGF2
+        return jnp.where(ok, mid, lo_), jnp.where(ok, hi_, mid)
+
+    lo, hi = jax.lax.fori_loop(0, 40, body, (lo, hi))
+    return jnp.exp(lo)
+
+
+def _line_part(s, m, sqrt_m, v, nz):
+    sd = jnp.sqrt(v)
+    # damping c: E e^{-2cU} <= e^24, so the round-off amplification E e^{-cU} <= e^12 and the
+    # lower aliasing e^{cT} P(U <= -T) <= e^{-cT} E e^{-2cU} (Chernoff at 2c) <= e^{-32} with
+    # period T = 56 / c; the upper aliasing is e^{-cT} = e^{-56}.  (~16 sd(U) for Gaussian laws.)
+    c = jax.lax.stop_gradient(_damping(s, m, sqrt_m, sd))
+    period = _CT / c
+    dw = 2.0 * jnp.pi / period
+    w = dw * jnp.arange(N_LINE, dtype=jnp.float64)
+    u = (w + 1j * c) / sqrt_m
+    r, php, phq = _law._cf_sums(u, s, nz, N_LINE, jnp.full((1,), _law._beta_cf(s)))
+    k, kq, _, _ = _law._cf_logs(u, r, php, phq, _law._unwrap, center=True)
+    lp = m * k
+    lq = (m - 1.0) * k + kq
+    num = -jnp.exp(lp) * _law._expm1c(lq - lp)
+    wt = jnp.ones(N_LINE).at[0].set(0.5)
+    gap = (dw / jnp.pi) * jnp.sum(wt * jnp.real(num / (c - 1j * w)))
+    # checks: truncation (|phi| at the last node); round-off amplification E e^{-cU} (w = 0 node,
+    # P and Q); the aliasing bounds above hold by the choice of c (checked through the w = 0 node too)
+    trunc = jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1]))
+    amp = jnp.maximum(jnp.real(lp[0]), jnp.real(lq[0]))
+    ok = (trunc < _LOG_TOL) & (amp < _LOG_AMP) & jnp.isfinite(gap)
+    return gap, ok
+
+
+def _talbot_part(s, m, nz):
+    th, lam, cst = _law._talbot_constants(N_TALBOT)
+    r = 0.4 * N_TALBOT / m  # r = 2 N / (5 t) at t = M
+    u = 1j * r * jnp.asarray(lam)
+    # contour rotation per block of 4 nodes: arg(lambda Y) = 0 on Im z = -theta / s (e^{-lambda Y}
+    # decays fastest); within a block |arg(lambda Y)| <= 1.5 pi / N_TALBOT
+    th_blk = th.reshape(-1, 4).mean(axis=1)
+    beta = jnp.maximum(-jnp.asarray(th_blk) / s, -8.0)
+    rr, php, phq = _law._cf_sums(u, s, nz, 4, beta)
+    _, _, lphi, lphiq = _law._cf_logs(u, rr, php, phq, _law._unwrap)
+    lp = m * lphi
+    lq = (m - 1.0) * lphi + lphiq
+    lp = jnp.minimum(jnp.real(lp), 700.0) + 1j * jnp.imag(lp)
+    num = -jnp.exp(lp) * _law._expm1c(lq - lp)
+    return jnp.sum(jnp.real(jnp.asarray(cst) * num))
+
+
+def tv_gap(sigma, m, *, nz: int = 320):
+    """TV(P, Q) of one epoch for scalar traced (sigma, M), M > 1; NaN where unresolved."""
+    s = 1.0 / sigma
+    v = jnp.expm1(s * s)
+    sqrt_m = jnp.sqrt(m)
+    g_line, ok_line = _line_part(s, m, sqrt_m, v, nz)
+    # Talbot where the tabulated law uses its Laplace method, and also where the line is not
+    # resolved but the law is still spread out (M / v <= 20: single-point Talbot accurate to
+    # ~1e-10 there, measured in tests/shuffle/test_gap_fast.py)
+    spread = (m <= _TALBOT_MV * v) & (s >= 0.25) & (s <= 1.0 / 0.29)
+    use_talbot = _law._use_laplace(s, m, v, N_TALBOT) | (~ok_line & spread)
+    g_tal = _talbot_part(s, m, nz)
+    g = jnp.where(use_talbot, g_tal, g_line)
+    ok = use_talbot | ok_line
+    return jnp.where(ok, jnp.clip(g, 0.0, 1.0), jnp.nan)
+
+
+__all__: list[str] = []
+_ = math
