@@ -51,9 +51,9 @@ def _plds(sigma, q, steps, direction, grid):
 Bracket = _pld.Bracket
 
 
-@functools.partial(jax.jit, static_argnames=("direction", "grid"))
-def _eps_core(d, s, q, t, ok, direction, grid):
-    fn = lambda d_, s_, q_, t_: _eps_scalar(d_, s_, q_, t_, direction, grid)  # noqa: E731
+@functools.partial(jax.jit, static_argnames=("direction", "grid", "upper_only"))
+def _eps_core(d, s, q, t, ok, direction, grid, upper_only=False):
+    fn = lambda d_, s_, q_, t_: _eps_scalar(d_, s_, q_, t_, direction, grid, upper_only)  # noqa: E731
     d, s, q, t, ok = jnp.broadcast_arrays(d, s, q, t, ok)
     lo, up = broadcast_map(fn, _safe(d, ok, 1e-5), _safe(s, ok, 1.0), _safe(q, ok, 0.5), _safe(t, ok, 1.0))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
@@ -79,10 +79,12 @@ def _tradeoff_core(a, oka, s, q, t, ok, direction, grid, num_eps):
     return nan_where_invalid(lo, okb), nan_where_invalid(up, okb)
 
 
-def _eps_scalar(delta, sigma, q, steps, direction, grid):
+def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
     ps = _plds(sigma, q, steps, direction, grid)
     # eps >= 0 by convention (delta(0) <= delta means the guarantee holds at eps = 0)
     up = jnp.maximum(jnp.max(jnp.stack([p.epsilon_upper(delta) for p in ps])), 0.0)
+    if upper_only:  # the plain entry point: skip the lower bound's conversion
+        return up, up
     lo = jnp.maximum(jnp.max(jnp.stack([p.epsilon_lower(delta) for p in ps])), 0.0)
     return lo, up
 
@@ -113,10 +115,10 @@ def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_step
         >>> float(epsilon_for_delta(1e-5, noise_multiplier=1.0, sampling_probability=0.01, num_steps=1000))  # doctest: +ELLIPSIS
         1.828...
     """
-    return epsilon_for_delta_bracket(
-        delta, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability,
-        num_steps=num_steps, direction=direction, grid=grid,
-    ).upper
+    check_choice("direction", direction, _DIRECTIONS)
+    d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
+    return _eps_core(d, s, q, t, ok & okd, direction, grid, upper_only=True)[1]
 
 
 def delta_for_epsilon_bracket(
