@@ -14,25 +14,26 @@ functions:
 
   the difference taken inside the integrand (no cancellation when the gap is small).  The
   trapezoid rule with step 2 pi / T is exact up to aliasing
-  :math:`\sum_{k \ge 1} e^{-ckT} + e^{ckT} P(U \le -kT)`; with T = 14 sd(U), c = 4 / sd(U) both are
-  below e^{-40} for near-Gaussian laws, and both are *checked*: the lower-tail term with the
-  Chernoff bound :math:`P(U \le -T) \le e^{-\lambda T} E e^{-\lambda U}` evaluated from the same
-  transform (and it is exactly 0 when T >= sqrt(M), as U >= -sqrt(M)), the truncation at the last
-  node by :math:`|\varphi_U|` there.  Either check failing marks the branch unresolved.
+  :math:`\sum_{k \ge 1} e^{-ckT} + e^{ckT} P(U \le -kT)`.  The damping c is the largest with
+  :math:`E e^{-2cU} \le e^{24}` (bisection on the real Laplace transform) and T = 56 / c, so the
+  upper aliasing is e^{-56}, the lower one :math:`\le e^{-cT} E e^{-2cU} \le e^{-32}` (Chernoff
+  at 2c) and the round-off amplification :math:`E e^{-cU} \le e^{12}` (for a Gaussian law
+  T ~ 16 sd(U)); truncation is checked at the last node (:math:`|\varphi_U| < e^{-36}`) and the
+  amplification at w = 0.  A failed check marks the branch unresolved.  Each block of 8 nodes
+  integrates over Z on its own contour, centred so that arg(uY) ~ pi / 2.
 * **Talbot** (small M / v, heavy multi-scale laws, where the Fourier integrand decays slowly): the
   fixed Talbot inversion (Abate & Valko 2004) of the Laplace transform of S = M L at t = M,
   :math:`P(S \le M) = \sum_j \mathrm{Re}(c_j \psi(r\lambda_j))`, 28 nodes, the same transform on
   rotated Gaussian contours as ``_shuffled_law``'s Laplace method, used where that method is
-  (``_shuffled_law._use_laplace``).
+  (``_shuffled_law._use_laplace``) and where the line is unresolved but the law is spread
+  (M <= 20 v, sigma in [0.29, 4]).
 
 Both branches are evaluated (static shapes: ``vmap`` computes both anyway) and the result is NaN
 when the selected one is not resolved.  Accuracy against the tabulated law and the mpmath
-reference: ``tests/shuffle/test_gap_fast.py`` and ``docs/shuffle_exact.md``.
+references: ``tests/shuffle/test_exact_law.py::test_contour_gap_*`` and ``docs/shuffle_exact.md``.
 """
 
 from __future__ import annotations
-
-import math
 
 import jax
 import jax.numpy as jnp
@@ -49,25 +50,11 @@ _LOG_TOL = -36.0  # aliasing and truncation must each be below e^-36 (~2e-16)
 _LOG_AMP = 12.0  # round-off amplification E e^{-cU} at most e^12 (~2e-11 absolute)
 
 
-def _log_laplace_real(lam, s, n=384):
-    """(log E e^{-lam (Y - 1)}, log E_Q e^{-lam (Y - 1)}) for real lam >= 0, E_Q = E[Y .].
-
-    Trapezoid rule on the real line in log space (positive integrand, no underflow): the
-    Chernoff certificate of the lower aliasing term needs lam up to ~10 / s, where E e^{-lam Y}
-    itself is below the range of the complex quadrature.
-    """
-    t = jnp.linspace(-30.0, 2.0 * s + 12.0, n)
-    h = t[1] - t[0]
-    y = jnp.exp(s * t - 0.5 * s * s)
-    base = jnp.log(h) - 0.5 * t * t - 0.5 * math.log(2.0 * math.pi) - lam * (y - 1.0)
-    return jax.nn.logsumexp(base), jax.nn.logsumexp(base + jnp.log(y))
-
-
 def _damping(s, m, sqrt_m, sd):
     """Largest c with log E_P e^{-2cU} <= _LOG_MGF2 (bisection in log c, real Laplace transform)."""
 
     def g(c):
-        return m * _log_laplace_real(2.0 * c / sqrt_m, s)[0]
+        return m * _law._log_laplace_real(2.0 * c / sqrt_m, s)[0]
 
     lo = jnp.log(0.5 / sd)
     hi = jnp.log(jnp.maximum(1e3 / sd, 1e2 / sqrt_m))
@@ -148,4 +135,3 @@ def tv_gap(sigma, m, *, nz: int = 320):
 
 
 __all__: list[str] = []
-_ = math

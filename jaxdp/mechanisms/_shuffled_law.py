@@ -175,16 +175,18 @@ def _log_cf_y(u, s, nz, block):
 
 
 def _log_laplace_real(lam, s, n: int = 384):
-    """log E e^{-lam (Y - 1)} for real lam >= 0 (trapezoid on the real line in log space).
+    """(log E e^{-lam (Y - 1)}, log E[Y e^{-lam (Y - 1)}]) for real lam >= 0 (P and the tilted Q).
 
-    The integrand is positive, so the log-sum-exp has no cancellation or underflow; the range
-    t in [-30, 2s + 12] holds the saddle point for lam s <= ~20 (Chernoff bounds use lam s <= 10).
+    Trapezoid rule on the real line in log space: the integrand is positive, so the log-sum-exp
+    has no cancellation or underflow (Chernoff bounds need lam up to ~10 / s, where E e^{-lam Y}
+    itself is below the range of the complex quadrature); t in [-30, 2s + 12] holds the saddle
+    point for lam s <= ~20.
     """
     t = jnp.linspace(-30.0, 2.0 * s + 12.0, n)
     h = t[1] - t[0]
     y = jnp.exp(s * t - 0.5 * s * s)
     base = jnp.log(h) - 0.5 * t * t - 0.5 * math.log(2.0 * math.pi) - lam * (y - 1.0)
-    return jax.nn.logsumexp(base)
+    return jax.nn.logsumexp(base), jax.nn.logsumexp(base + jnp.log(y))
 
 
 # ---------------------------------------------------------------- law on a grid
@@ -390,7 +392,7 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     # ... and the Chernoff bound P(U <= x) <= exp(M log E e^{-lam (Y - 1) / sqrt(M)} + lam x) <= e^-40
     # at lam = 9 / sd (the Gaussian optimum), much tighter for small s where e^{s^2} ~ 1 >> v.
     lam_lo = 9.0 / sd
-    x_ch = -(40.0 + m * _log_laplace_real(lam_lo / sqrt_m, s)) / lam_lo
+    x_ch = -(40.0 + m * _log_laplace_real(lam_lo / sqrt_m, s)[0]) / lam_lo
     x_lo = jnp.maximum(x_lo, jnp.minimum(x_ch, -sd))
     # Upper end wanted: Q(U > x_hi) ~ tail, from the tilted jump and the M untilted jumps.
     zt = -ndtri(tail / 2.0)

@@ -319,7 +319,7 @@ def tv_gap(sigma, M, *, method: str = "contour", grid_size: int = 2**11, upsampl
     Talbot inversion for spread-out laws (``_shuffled_gap``), ~10x cheaper than tabulating the law;
     ``method="table"``: read off the tabulated law used by :func:`tradeoff` (``grid_size``,
     ``upsample`` apply).  The two agree to <= 1e-7 over sigma in [0.3, 50], M in [2, 1e10]
-    (``tests/shuffle/test_gap_fast.py``).  NaN where the law is not resolved.
+    (``tests/shuffle/test_exact_law.py``).  NaN where the law is not resolved.
     """
     if method not in ("contour", "table"):
         raise ValueError(f"method must be 'contour' or 'table', got {method!r}")
