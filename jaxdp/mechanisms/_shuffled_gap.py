@@ -125,7 +125,7 @@ def tv_gap(sigma, m, *, nz: int = 320):
     g_line, ok_line = _line_part(s, m, sqrt_m, v, max(64, (4 * nz) // 5))
     # Talbot where the tabulated law uses its Laplace method, and also where the line is not
     # resolved but the law is still spread out (M / v <= 20: single-point Talbot accurate to
-    # ~1e-10 there, measured in tests/shuffle/test_gap_fast.py)
+    # ~1e-10 there, measured against the tabulated law, docs/shuffle_exact.md)
     spread = (m <= _TALBOT_MV * v) & (s >= 0.25) & (s <= 1.0 / 0.29)
     use_talbot = _law._use_laplace(s, m, v, N_TALBOT) | (~ok_line & spread)
     g_tal = _talbot_part(s, m, nz)
