@@ -62,9 +62,7 @@ def peer():
 
 def batch_1024():
     """Curve (8 points) + gap for 1024 pairs drawn log-uniformly over the whole documented domain."""
-    rng = np.random.default_rng(0)
-    sig = jnp.asarray(10 ** rng.uniform(np.log10(0.3), np.log10(50.0), 1024))
-    M = jnp.asarray(10 ** rng.uniform(0.0, 10.0, 1024))
+    sig, M = (jnp.asarray(x) for x in _pairs_1024())
     a = jnp.linspace(0.01, 0.9, 8)
 
     curve_f = jax.jit(lambda s, m: jax.vmap(lambda s1, m1: ex.tradeoff(a, s1, m1))(s, m))
@@ -89,6 +87,47 @@ def batch_1024():
     mean_m = float(np.mean(np.minimum(np.asarray(M), 1e6)))
     mc_time_1024 = need * per_sample * 1024 * (mean_m / m0)
     return t_curve, t_gap, t_first, nan, per_sample, need, mc_time_1024
+
+
+def _pairs_1024():
+    rng = np.random.default_rng(0)
+    sig = 10 ** rng.uniform(np.log10(0.3), np.log10(50.0), 1024)
+    M = 10 ** rng.uniform(0.0, 10.0, 1024)
+    return sig, M
+
+
+def batch_1024_sharded_child():
+    """Same 1024 pairs through jaxdp.sweep over every local device (run with 2 host devices)."""
+    from jaxdp.sweep import sweep
+
+    sig, M = _pairs_1024()
+    a = jnp.linspace(0.01, 0.9, 8)
+
+    def fn(noise_multiplier, num_rounds):
+        return ex.tradeoff(a, noise_multiplier, num_rounds), ex.tv_gap(noise_multiplier, num_rounds)
+
+    pts = dict(noise_multiplier=sig, num_rounds=M)
+    t0 = time.perf_counter()
+    sweep(fn, pts, chunk_size=1024, progress=False)
+    t_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = sweep(fn, pts, chunk_size=1024, progress=False)
+    t = time.perf_counter() - t0
+    curve, gap = res["value"]
+    nan = int(np.sum(~np.isfinite(curve))) + int(np.sum(~np.isfinite(gap)))
+    print(f"RESULT {jax.device_count()} {t} {t_first} {nan}")
+
+
+def batch_1024_sharded():
+    import subprocess
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    p = subprocess.run([sys.executable, __file__, "sharded-child"], env=env, capture_output=True, text=True)
+    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT")]
+    if not line:
+        raise RuntimeError(p.stderr[-3000:])
+    _, ndev, t, tf, nan = line[-1].split()
+    return int(ndev), float(t), float(tf), int(nan)
 
 
 def batch_scaling():
@@ -151,6 +190,11 @@ def main(out="benchmarks/results/shuffle.md"):
               f"numpy Monte Carlo of the gap: {per * 1e6:.1f} us/sample at M = 1000; standard error 1e-6 needs {need:.2e} samples per point;",
               f"for the same 1024 points (scaled by mean M, capped at 1e6) that is about {mc:.2e} s: ratio {mc / (tc + tg):.1e}x.", ""]
     _flush(out, lines)
+    ndev, ts, tfs, nans = batch_1024_sharded()
+    lines += [f"The same 1024 pairs through `jaxdp.sweep` sharded over {ndev} host devices (one per core, "
+              f"`XLA_FLAGS=--xla_force_host_platform_device_count=2`): curve + gap {ts:.2f} s after compilation "
+              f"({tfs:.1f} s first call), {nans} NaN values.", ""]
+    _flush(out, lines)
     rB, rG = batch_scaling()
     lines += ["## Batch size (exact single-epoch gap, pairs over the whole domain)", "", "| batch | time (s) | ms per point |", "|---|---|---|"]
     lines += [f"| {n} | {t:.2f} | {1e3 * t / n:.2f} |" for n, t in rB]
@@ -174,5 +218,8 @@ def main(out="benchmarks/results/shuffle.md"):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1:2] == ["sharded-child"]:
+        batch_1024_sharded_child()
+    else:
+        main(*sys.argv[1:])
     _ = os, jaxdp
