@@ -396,3 +396,16 @@ def test_contour_gap_gradients_match_finite_differences(sigma, m):
     fd_m = (float(tv_gap(sigma, m + hm)) - float(tv_gap(sigma, m - hm))) / (2 * hm)
     assert abs(float(g_s) / fd_s - 1.0) < 1e-4, (float(g_s), fd_s)
     assert abs(float(g_m) / fd_m - 1.0) < 1e-4, (float(g_m), fd_m)
+
+
+def test_contour_gap_near_one_round_regression():
+    # M just above 1 with sigma ~ 4 (found by the 1e5-point sweep: NaN at sigma = 4.08, M = 1.06).
+    # Reference: LaplaceReference(4.08, 1.06).cdf(1.06) (tests/shuffle/reference_law.py, de Hoog
+    # inversion in mpmath at 20 digits): P - Q = 0.09482203386300708.  Talbot is NOT accurate here
+    # (1.2e-5 off, measured), so the point must come from the line integral.
+    np.testing.assert_allclose(float(tv_gap(4.08, 1.06)), 0.09482203386300708, rtol=0, atol=1e-9)
+    s = np.geomspace(3.5, 5.0, 7)
+    m = np.array([1.0005, 1.01, 1.06, 1.12, 1.3, 1.6, 2.0])
+    fast, table = (np.asarray(tv_gap(*np.meshgrid(s, m), method=k)) for k in ("contour", "table"))
+    assert np.all(np.isfinite(fast))
+    np.testing.assert_allclose(fast, table, rtol=0, atol=2e-8)
