@@ -44,5 +44,10 @@ def test_training_example_eps_equals_offline_accountant():
                                       grid=CALIBRATION_GRID)
     np.testing.assert_allclose(out["epsilon_poisson"], off_p, rtol=1e-9)  # same numbers, batched vs scalar float order
     off_s = training.shuffle_epsilon(1e-5, noise_multiplier=1.0, num_rounds=float(m), num_epochs=e)
-    np.testing.assert_allclose(out["epsilon"], off_s, rtol=1e-9)
+    # The shuffled law is tabulated numerically; evaluated inside the training scan (scalar E) and in
+    # a vmapped call (E = [1, 2]) XLA orders the float operations differently, and the law's far tail
+    # (matched to 1 - F at the end of the table, a rounding-level quantity) carries that into eps:
+    # measured 3.2e-8 relative at E = 1 (clean-clone CI, 2026-11-29), far inside the law's stated
+    # 1e-6 accuracy and the certified bracket.  Same numbers up to that float-order noise:
+    np.testing.assert_allclose(out["epsilon"], off_s, rtol=1e-7)
     assert (out["accuracy"] > 0.7).all()
