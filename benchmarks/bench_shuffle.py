@@ -175,6 +175,8 @@ def main(out="benchmarks/results/shuffle.md"):
     tracemalloc.start()
     lines = ["# Shuffled DP-SGD benchmarks", "", "Command: `python benchmarks/bench_shuffle.py` (2-core CPU).", ""]
     try:
+        if os.environ.get("JAXDP_BENCH_NO_PEER"):
+            raise ImportError("skipped (JAXDP_BENCH_NO_PEER set)")
         rows = peer()
         lines += ["## vs random-allocation peer (`pld-accounting` 2.0, GEOM, discretisation 1e-2), sigma = 1, M = 100, delta = 1e-5", "",
                   "| E | jaxdp lower | jaxdp upper | jaxdp time (s, compiled) | jaxdp first call (s) | peer lower | peer upper | peer time (s) | time ratio peer/jaxdp |", "|---|---|---|---|---|---|---|---|---|"]
