@@ -9,7 +9,7 @@ Under Q one summand is tilted: its law is Y' with dP_{Y'} = y dP_Y.
 
 Pipeline (see docs/shuffle_exact.md for the error analysis):
 
-1. ``_log_cf_y``: K(u) = log E[e^{iuY}] - iu and K_Q(u) = log E[Y e^{iuY}] - iu for complex u
+1. ``_cf_sums`` / ``_cf_logs``: K(u) = log E[e^{iuY}] - iu and K_Q(u) = log E[Y e^{iuY}] - iu for complex u
    with arg u in [0, pi/2], by the trapezoid rule on the shifted contour z = t + i beta of the
    Gaussian integral.  On that contour arg(uY) lies in (0, pi), so e^{iuY} decays instead of
    oscillating and the rule converges geometrically (analytic strip of half-width beta), uniformly
@@ -160,18 +160,6 @@ def _cf_logs(u, r, php, phq, unwrap, center: bool = False):
     lphi = jnp.where(small, k_small + 1j * u, lphi_big)
     lphiq = jnp.log(jnp.abs(phq)) + 1j * unwrap(jnp.angle(phq))
     return k, lphiq - 1j * u, lphi, lphiq
-
-
-def _log_cf_y(u, s, nz, block):
-    """K(u) and K_Q(u) for u sorted by Re u >= 0 with arg u in [0, pi/2] (Fourier side).
-
-    u[0] lies on the positive imaginary axis (or at 0), where E[e^{iuY}] is real positive, so the
-    unwrapped argument along the array is the continuous logarithm.
-    """
-    nb = u.shape[0] // block
-    r, php, phq = _cf_sums(u, s, nz, block, jnp.full((nb,), _beta_cf(s)))
-    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap, center=True)
-    return k, kq
 
 
 def _log_laplace_real(lam, s, n: int = 384):
