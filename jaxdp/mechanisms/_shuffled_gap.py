@@ -35,6 +35,8 @@ references: ``tests/shuffle/test_exact_law.py::test_contour_gap_*`` and ``docs/s
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -69,12 +71,16 @@ def _damping(s, m, sqrt_m, sd):
     return jnp.exp(lo)
 
 
-def _line_part(s, m, sqrt_m, v, nz):
+def _line_nodes(s, m, sqrt_m, v, nz, kappa=1.0):
+    """(c, w, dw, log phi^P_U, log phi^Q_U) on the damped line w + ic, w = j dw (j < N_LINE).
+
+    c = kappa * (the largest damping with E e^{-2cU} <= e^24); period 56 / c (upper aliasing e^-56).
+    """
     sd = jnp.sqrt(v)
     # damping c: E e^{-2cU} <= e^24, so the round-off amplification E e^{-cU} <= e^12 and the
     # lower aliasing e^{cT} P(U <= -T) <= e^{-cT} E e^{-2cU} (Chernoff at 2c) <= e^{-32} with
     # period T = 56 / c; the upper aliasing is e^{-cT} = e^{-56}.  (~16 sd(U) for Gaussian laws.)
-    c = jax.lax.stop_gradient(_damping(s, m, sqrt_m, sd))
+    c = jax.lax.stop_gradient(_damping(s, m, sqrt_m, sd)) * kappa
     period = _CT / c
     dw = 2.0 * jnp.pi / period
     w = dw * jnp.arange(N_LINE, dtype=jnp.float64)
@@ -87,6 +93,11 @@ def _line_part(s, m, sqrt_m, v, nz):
     k, kq, _, _ = _law._cf_logs(u, r, php, phq, _law._unwrap, center=True)
     lp = m * k
     lq = (m - 1.0) * k + kq
+    return c, w, dw, lp, lq
+
+
+def _line_part(s, m, sqrt_m, v, nz):
+    c, w, dw, lp, lq = _line_nodes(s, m, sqrt_m, v, nz)
     num = -jnp.exp(lp) * _law._expm1c(lq - lp)
     wt = jnp.ones(N_LINE).at[0].set(0.5)
     gap = (dw / jnp.pi) * jnp.sum(wt * jnp.real(num / (c - 1j * w)))
@@ -113,6 +124,92 @@ def _talbot_part(s, m, nz):
     lp = jnp.minimum(jnp.real(lp), 700.0) + 1j * jnp.imag(lp)
     num = -jnp.exp(lp) * _law._expm1c(lq - lp)
     return jnp.sum(jnp.real(jnp.asarray(cst) * num))
+
+
+# ---- the curve at given type I errors from the same line (private) -----------------------------
+
+_KAPPA_CURVE = 1.0 / 3.0  # curve damping relative to the gap's: keeps c x small at the thresholds
+_CX_MAX = 12.0  # thresholds searched up to c x = 12 (round-off amplification e^{cx} E e^{-cU})
+_A_MIN = 1e-8  # a (or 1 - a) below this: left to the tabulated law
+_LOG_ALIAS = math.log(1e-10)  # lower aliasing bound allowed at the threshold
+_N_BISECT = 44
+_N_NEWTON = 3
+_LOG_TRUNC_CURVE = -25.0  # |phi_U| e^{cx} at the last node (~1e-11; the integrand decays further)
+
+
+def _line_cdf(x, c, w, dw, logphi):
+    """(P(U <= x), density at x) for thresholds x (shape (k,)) from the damped line.
+
+    P(U <= x) = (1/pi) Re int_0^inf phi_U(w + ic) e^{(c - iw) x} / (c - iw) dw (damped indicator of
+    U - x), trapezoid rule on the nodes; the density is the same integral without 1 / (c - iw).
+    """
+    wt = jnp.ones(N_LINE).at[0].set(0.5) * (dw / jnp.pi)
+    e = jnp.exp(logphi[None, :] + (c - 1j * w[None, :]) * x[:, None]) * wt[None, :]
+    cdf = jnp.sum(jnp.real(e / (c - 1j * w[None, :])), axis=1)
+    dens = jnp.sum(jnp.real(e), axis=1)
+    return cdf, dens
+
+
+def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False):
+    """The single-epoch curve at type I errors ``a`` (shape (k,)) from one damped Fourier line.
+
+    Forward: a = P(U > x), f = Q(U <= x); reverse: a = Q(U <= x), f = P(U > x).  The threshold x is
+    found by bisection (44 steps) and Newton (3 steps) on the line's cdf, then f is one more sum.
+    The damping is a third of the gap's (so c x stays small where the thresholds lie) and the
+    period 56 / c: upper aliasing e^{-56}; lower aliasing at x bounded a priori by
+    e^{-56 + 2cx} E e^{-2cU} with log E_P e^{-2cU} <= 24 / 3 (convexity of the log-Laplace
+    transform from the gap's damping) and E_Q e^{-2cU} <= E_P e^{-2cU} + 1 + 1 / (2c sqrt M).
+    Returns ``(f, ok)``: ``ok`` is False (the caller uses the tabulated law) where any check
+    fails -- truncation (|phi_U| e^{cx} at the last node < e^-25), round-off amplification
+    (e^{cx} E e^{-cU} < e^12), lower aliasing (< 1e-10), threshold beyond c x = 12, a outside
+    [1e-8, 1 - 1e-8], the spread laws of the Laplace method, or a non-finite value.
+    """
+    s = 1.0 / sigma
+    v = jnp.expm1(s * s)
+    sqrt_m = jnp.sqrt(m)
+    c, w, dw, lp, lq = _line_nodes(s, m, sqrt_m, v, max(64, (4 * nz) // 5), _KAPPA_CURVE)
+    a = jnp.asarray(a, dtype=jnp.float64)
+    if reverse:
+        target, lsolve = a, lq
+    else:
+        target, lsolve = 1.0 - a, lp
+    x_cap = _CX_MAX / c
+    lo = jnp.full(a.shape, -sqrt_m)  # U >= -sqrt(M): the cdf is 0 there
+    if not reverse:  # Cantelli: P(U <= x) <= v / (v + x^2) for x < 0
+        lo = jnp.maximum(lo, -jnp.sqrt(v * a / jnp.maximum(1.0 - a, 1e-300)))
+    hi = jnp.full(a.shape, x_cap)
+    if not reverse:  # Cantelli: P(U > x) <= v / (v + x^2) for x > 0
+        hi = jnp.minimum(hi, jnp.sqrt(v * (1.0 - a) / jnp.maximum(a, 1e-300)))
+    reach = _line_cdf(hi, c, w, dw, lsolve)[0] >= target
+
+    def bisect(_, b):
+        l_, h_ = b
+        mid = 0.5 * (l_ + h_)
+        below = _line_cdf(mid, c, w, dw, lsolve)[0] < target
+        return jnp.where(below, mid, l_), jnp.where(below, h_, mid)
+
+    lo, hi = jax.lax.fori_loop(0, _N_BISECT, bisect, (lo, hi))
+    x = 0.5 * (lo + hi)
+    for _ in range(_N_NEWTON):
+        cdf, dens = _line_cdf(x, c, w, dw, lsolve)
+        step = (cdf - target) / jnp.where(dens > 0, dens, 1.0)
+        x = jnp.clip(x - jnp.where(dens > 0, step, 0.0), lo, hi)
+    cdf_p, _ = _line_cdf(x, c, w, dw, lp)
+    cdf_q, _ = _line_cdf(x, c, w, dw, lq)
+    f = 1.0 - cdf_p if reverse else cdf_q
+    # checks at the threshold
+    cx = c * x
+    trunc = jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1])) + cx
+    amp = jnp.maximum(jnp.real(lp[0]), jnp.real(lq[0])) + cx
+    log_mgf2 = jnp.log(jnp.exp(_LOG_MGF2 * _KAPPA_CURVE) + 1.0 + 1.0 / (2.0 * c * sqrt_m))
+    alias = -_CT + 2.0 * cx + log_mgf2
+    inner = (a >= _A_MIN) & (a <= 1.0 - _A_MIN)
+    ok_a = (trunc < _LOG_TRUNC_CURVE) & (amp < _LOG_AMP) & (alias < _LOG_ALIAS) & reach & jnp.isfinite(f)
+    edge = (a <= 0.0) | (a >= 1.0)
+    ok_a = jnp.where(edge, True, ok_a & inner)
+    f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, jnp.clip(f, 0.0, 1.0 - a)))
+    ok = jnp.all(ok_a) & ~_law._use_laplace(s, m, v, N_TALBOT)
+    return f, ok
 
 
 def tv_gap(sigma, m, *, nz: int = 320):

@@ -198,6 +198,14 @@ def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=F
     _refuse_replace_one(neighboring)
     a, oka = check("a", a, lo=0.0, hi=1.0)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    if not _multi(num_epochs) and not any(is_traced(x) for x in (a, s, m)):
+        # one epoch, concrete inputs: curves grouped by method (one Fourier line per pair, the
+        # tabulated law only where the line's checks fail; M = 1 is exact there)
+        s, m, ok = jnp.broadcast_arrays(s, m, ok)
+        f = _exact.tradeoff_curves(a, jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), reverse=bool(reverse))
+        okb = ok.reshape(ok.shape + (1,) * a.ndim)
+        f = nan_where_invalid(nan_where_invalid(f, okb), oka)
+        return Bracket(lower=f, upper=f, value=f)
     lo, up = _tradeoff_exact_core(a, s, m, e, ok, grid, bool(reverse), _multi(num_epochs))
     lo, up = nan_where_invalid(lo, oka), nan_where_invalid(up, oka)
     return Bracket(lower=lo, upper=up, value=lo)

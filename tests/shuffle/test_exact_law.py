@@ -409,3 +409,64 @@ def test_contour_gap_near_one_round_regression():
     fast, table = (np.asarray(tv_gap(*np.meshgrid(s, m), method=k)) for k in ("contour", "table"))
     assert np.all(np.isfinite(fast))
     np.testing.assert_allclose(fast, table, rtol=0, atol=2e-8)
+
+
+# ---- the curve from one damped Fourier line, and the grouped batch path ------------------------
+
+
+def test_line_curve_against_mpmath_references():
+    # Expected values: REF (Gil-Pelaez + Gauss-Legendre in mpmath).  Where the line's checks pass
+    # the curve is accurate to ~1e-12 (measured); where they fail (spread laws: REF_SMALL, and REF
+    # points whose thresholds lie where the line's truncation check is not met) ok is False.
+    from jaxdp.mechanisms._shuffled_gap import line_curve
+
+    line_curve = jax.jit(line_curve, static_argnames=("nz", "reverse"))
+    n_ok = 0
+    for (sigma, m), rows in list(REF.items()) + list(REF_SMALL.items()):
+        x, p_sf, q_cdf, q_sf = np.array(rows).T
+        for reverse, a, want in ((False, p_sf, q_cdf), (True, q_cdf, p_sf)):
+            f, ok = line_curve(jnp.asarray(a), sigma, m, reverse=reverse)
+            if bool(ok):
+                n_ok += 1
+                np.testing.assert_allclose(np.asarray(f), want, rtol=0, atol=1e-9)
+    assert n_ok >= 4  # (1, 1e9) and (0.8, 1e3), both directions
+    # the spread laws are never claimed: the tabulated law (Laplace method) takes them
+    for sigma, m in ((0.3, 1.5), (0.5, 2.0), (1.0, 2.0)):
+        assert not bool(line_curve(jnp.linspace(0.01, 0.9, 8), sigma, m)[1])
+
+
+def test_grouped_curves_agree_with_the_tabulated_law():
+    # Two independent numerical routes to f: the line (bisection + Newton on its cdf) and the
+    # damped-FFT / Laplace table.  Pairs over the whole domain, incl. M = 1 (closed form) and the
+    # spread region (fallback); measured max difference on the 1024 benchmark pairs: 3.7e-10.
+    from jaxdp.mechanisms.shuffled import tradeoff_curves
+
+    from jaxdp.mechanisms.shuffled import _table_curves
+
+    sig = np.array([0.3, 0.8, 3.0, 50.0])
+    ms = np.array([1.0, 1.7, 4.1e3, 1e10])
+    s, m = (v.ravel() for v in np.meshgrid(sig, ms, indexing="ij"))
+    a = jnp.asarray([1e-6, 0.01, 0.2, 0.5, 0.9, 0.999])
+    for reverse in (False, True):
+        got = np.asarray(tradeoff_curves(a, s, m, reverse=reverse))
+        assert got.shape == (s.size, a.size)
+        want = np.asarray(_table_curves(a, jnp.asarray(s), jnp.asarray(m), reverse, 2**11, 16, 320))
+        both = np.isfinite(want)
+        assert np.array_equal(np.isfinite(got), both)
+        np.testing.assert_allclose(got[both], want[both], rtol=0, atol=1e-8)
+
+
+def test_public_tradeoff_batch_uses_the_grouped_path_consistently():
+    # jaxdp.shuffle.tradeoff with concrete E = 1 inputs goes through the grouped path; under jit it
+    # uses the table: the two agree to 1e-8, shapes params + a, invalid pairs NaN.
+    import jaxdp.shuffle as sh
+
+    a = jnp.linspace(0.01, 0.9, 5)
+    sig = jnp.asarray([0.7, 2.0, -1.0])
+    ms = jnp.asarray([500.0, 3.0, 10.0])
+    eager = np.asarray(sh.tradeoff(a, noise_multiplier=sig[:2], num_rounds=ms[:2]))
+    jitted = np.asarray(jax.jit(lambda s, m: sh.tradeoff(a, noise_multiplier=s, num_rounds=m))(sig[:2], ms[:2]))
+    assert eager.shape == (2, 5)
+    np.testing.assert_allclose(eager, jitted, rtol=0, atol=1e-8)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        sh.tradeoff(a, noise_multiplier=sig, num_rounds=ms)
