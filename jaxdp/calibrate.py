@@ -566,7 +566,9 @@ def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
         lo = 100.0
         if method == "berry_esseen":
             # the closed form applies (is finite) only in its regime M >= e^{3 / sigma^2}
-            lo = jnp.maximum(lo, 1.01 * jnp.exp(jnp.minimum(3.0 / s**2, 600.0)))
+            from .shuffle.closed_form import _log_regime_rounds
+
+            lo = jnp.maximum(lo, 1.01 * jnp.exp(jnp.minimum(_log_regime_rounds(s), 600.0)))
         sol = _solve_traced(fn, g, (s, e_), lo, 10.0 * lo, decreasing=True, lower_limit=1.0,
                             upper_limit=float(max_rounds), log_scale=True, integer=False, rtol=rtol, atol=0.0,
                             max_steps=100, max_expand=200, growth=2.0)

@@ -190,6 +190,15 @@ def compose_delta(delta, E):
 REGIME_NAMES = ("berry_esseen", "gap", "impossible")
 
 
+def _log_regime_rounds(sigma):
+    """log of the fewest rounds inside the Berry-Esseen regime: M >= e^{3/sigma^2} [P]."""
+    return 3.0 / sigma**2
+
+
+def _in_regime(sigma, log_m):
+    return _log_regime_rounds(sigma) <= log_m
+
+
 def regime_threshold(M):
     """Smallest sigma where the Berry-Esseen bound applies: :math:`\\sqrt{3/\\ln M}` [P].
 
@@ -260,7 +269,7 @@ def regime(sigma, M):
     M, ok_m = _rounds(M)
     sigma, M = jnp.broadcast_arrays(sigma, M)
     logM = jnp.log(M)
-    be = 3.0 / sigma**2 <= logM
+    be = _in_regime(sigma, logM)
     gap_lb = 0.5 * (1.0 - 1.0 / jnp.sqrt(4.0 * jnp.pi * logM))
     imp = (2.0 * logM * sigma**2 < 1.0) & (gap_lb > 0.0)
     code = jnp.where(be, 0, jnp.where(imp, 2, 1))
@@ -297,7 +306,7 @@ def tradeoff_berry_esseen(a, sigma, M, E=1, *, C=BERRY_ESSEEN_C):
     C, ok_c = check("C", C, lo=0.0, lo_open=True)
     d = jnp.clip(3.0 * C * _ratio(sigma) / jnp.sqrt(M), 0.0, 1.0)
     f = jnp.maximum(0.0, jnp.exp(E * jnp.log1p(-d)) - a)
-    in_regime = 3.0 / sigma**2 <= jnp.log(M)
+    in_regime = _in_regime(sigma, jnp.log(M))
     return nan_where_invalid(f, ok_a & ok_s & ok_m & ok_e & ok_c & in_regime)
 
 
@@ -359,7 +368,7 @@ def rounds_berry_esseen(delta, sigma, E=1, *, C=BERRY_ESSEEN_C):
     C, ok_c = check("C", C, lo=0.0, lo_open=True)
     d1 = -jnp.expm1(jnp.log1p(-delta) / E)
     m = (3.0 * C * _ratio(sigma) / d1) ** 2
-    m = jnp.maximum(m, jnp.exp(3.0 / sigma**2))
+    m = jnp.maximum(m, jnp.exp(_log_regime_rounds(sigma)))
     return nan_where_invalid(m, ok_d & ok_s & ok_e & ok_c)
 
 
