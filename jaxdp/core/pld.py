@@ -371,19 +371,31 @@ def _cpow(z, k):
     exp(k log z) (the previous method), at a third of the cost on CPU (complex log/exp are slow).
     A ``while_loop`` is not reverse-differentiable, so the derivative k z^(k-1) is given by a
     custom JVP rule.
+
+    Each loop iteration handles ``_CPOW_BITS`` bits of k, unrolled: XLA (CPU) then fuses them into
+    one elementwise kernel (acc and base stay in registers), whereas one bit per iteration costs a
+    full pass over memory per bit (measured 5-7x slower on 16 x 49153 complex entries).  The
+    products are the same, in the same order, as one bit per iteration (the fused kernel may
+    contract them into FMAs: rounding-level differences); squarings past k's top bit are unused.
     """
     k = jnp.asarray(k, dtype=jnp.int64)
+    nbits = 64 - lax.clz(jnp.maximum(k, 0))  # bit length of k
 
     def cond(state):
-        return jnp.any(state[2] > 0)
+        return state[0] < nbits
 
     def body(state):
-        acc, base, e = state
-        acc = jnp.where((e & 1) == 1, acc * base, acc)
-        return acc, base * base, e >> 1
+        i, acc, base = state
+        for j in range(_CPOW_BITS):
+            acc = jnp.where(((k >> (i + j)) & 1) == 1, acc * base, acc)
+            base = base * base
+        return i + _CPOW_BITS, acc, base
 
-    acc, _, _ = lax.while_loop(cond, body, (jnp.ones_like(z), z, jnp.broadcast_to(k, z.shape)))
+    _, acc, _ = lax.while_loop(cond, body, (jnp.zeros((), jnp.int64), jnp.ones_like(z), z))
     return acc
+
+
+_CPOW_BITS = 8
 
 
 @_cpow.defjvp
