@@ -613,11 +613,11 @@ def compose(
     )
 
 
-def _near_optimum(K, ts, x_lo, x_hi):
+def _near_optimum(K, ts, x_lo, x_hi, num: int = 5):
     """A few t around the best Chernoff exponents (from a cheap K) for P(S < x_lo) and P(S > x_hi)."""
     t_up = ts[jnp.argmin(jnp.where(ts > 0, -ts * x_hi + K, jnp.inf))]
     t_dn = ts[jnp.argmin(jnp.where(ts < 0, -ts * x_lo + K, jnp.inf))]
-    mult = jnp.geomspace(1.0 / 4.0, 4.0, 5)
+    mult = jnp.geomspace(1.0 / 4.0, 4.0, num)
     return jnp.concatenate([t_dn * mult, t_up * mult])
 
 
@@ -762,7 +762,8 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     out_b = jnp.roll(jnp.fft.irfft(spec_b, n=n), -jnp.mod(w_lo1 - (k1 + 1) * off1i, n))
     x_lo1 = (w_lo1.astype(jnp.float64) - 0.5) * h1
     x_hi1 = (w_lo1.astype(jnp.float64) + n - 0.5) * h1
-    tf1 = jnp.concatenate([_near_optimum(k1f * K1, ts, x_lo1, x_hi1), _near_optimum((k1f + 1.0) * K1, ts, x_lo1, x_hi1)])
+    # (one set of t for both powers: the optima of k1 and k1 + 1 steps are within a few percent)
+    tf1 = _near_optimum((k1f + 0.5) * K1, ts, x_lo1, x_hi1)
     # the outside bounds (~window_tail) are constants for autodiff: no (n x #t) residuals stored
     sg = jax.lax.stop_gradient
     p1, l1s, tss, tf1 = sg(pmf1), sg(l1), sg(ts), sg(tf1)
@@ -799,7 +800,7 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     x_lo2 = (w_lo2.astype(jnp.float64) - 0.5) * h2
     x_hi2 = (w_lo2.astype(jnp.float64) + n - 0.5) * h2
     x_lo2, x_hi2, l2 = sg(x_lo2), sg(x_hi2), sg(l2)
-    tf2 = sg(_near_optimum(Tf * K1, ts, x_lo2, x_hi2))
+    tf2 = sg(_near_optimum(Tf * K1, ts, x_lo2, x_hi2, num=3))
     qa, qb = sg(pa2), sg(pb2)
     Kx2 = na * _log_mgf_exact(qa, l2, tf2) + nb * _log_mgf_exact(qb, l2, tf2)
     Kb2 = na * _log_mgf_blocked(qa, l2, tss, block=64) + nb * _log_mgf_blocked(qb, l2, tss, block=64)
