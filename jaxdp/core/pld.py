@@ -89,7 +89,7 @@ class Grid:
         the full window and raised to the power ``count // k1``; see :func:`compose`).  With 2 the
         split is chosen at run time from the Chernoff windows, and one stage is used whenever the
         two-stage bracket would not be narrower (e.g. few steps).  ``"auto"`` (default): 2 when
-        ``size >= 2**18`` (about twice the cost, brackets 2-10x narrower for thousands of steps),
+        ``size >= 2**18`` (about 1.5x the cost, brackets up to 10x narrower for 1e5 steps),
         else 1 (small grids keep their cost).  Several components always use one stage.
     """
 
