@@ -57,7 +57,10 @@ def test_delta_for_epsilon_consistent_with_epsilon_for_delta():
     kw = dict(noise_multiplier=1.0, sampling_probability=0.01, num_steps=1000)
     e = poisson.epsilon_for_delta(1e-5, **kw)
     d = poisson.delta_for_epsilon(e, **kw)
-    np.testing.assert_allclose(d, 1e-5, rtol=1e-6)
+    # eps(delta) spends ~1e-3 delta on its delta-relative tails (pessimistically), delta(eps) uses
+    # the absolute ones: the round trip lands just below delta (sound side), within 1e-5 relative
+    assert float(d) <= 1e-5 * (1 + 1e-9)
+    np.testing.assert_allclose(d, 1e-5, rtol=1e-5)
     b = poisson.delta_for_epsilon_bracket(1.0, **kw)
     assert 0 <= float(b.lower) <= float(b.upper) <= 1
 
