@@ -63,7 +63,7 @@ def jfun(grid):
 
 def best_estimate(n):
     """eps of jaxdp's composed CTD law at n cells without the float64 allowance (not certified)."""
-    g = Grid(size=n)
+    g = Grid(size=n, stages=1)
 
     def one(s):
         ps = jaxdp.poisson._plds(s, jnp.float64(Q), jnp.float64(T), "both", g)
@@ -93,7 +93,7 @@ def sharded_worker(n, reps):
     """Run in a subprocess with 2 host devices: the 256-sweep through jaxdp.sweep, sharded."""
     from jaxdp.sweep import grid as sgrid, sweep
 
-    g = Grid(size=n)
+    g = Grid(size=n, stages=1)
     fn = lambda noise_multiplier: jaxdp.poisson.epsilon_for_delta(  # noqa: E731
         DELTA, noise_multiplier=noise_multiplier, sampling_probability=Q, num_steps=T, grid=g)
     pts = sgrid(noise_multiplier=SWEEP)
@@ -158,7 +158,7 @@ def main(quick=False):
     chosen_a = None
     errs_sub = {}
     for n in SIZES:
-        f = jfun(Grid(size=n))
+        f = jfun(Grid(size=n, stages=1))
         t, v, _ = timeit(f, SIG)
         err = abs(float(v) - ref[0]) / ref[0]
         out.append(f"| {label(n)} | {float(v):.8f} | {err:.1e} | {t:.4f} | {t_dpa / t:.1f}x |")
@@ -197,7 +197,7 @@ def main(quick=False):
     sig = jnp.asarray(SWEEP)
     grids = [chosen] + ([pointwise] if pointwise and pointwise != chosen else [])
     for n in grids:
-        f = jfun(Grid(size=n))
+        f = jfun(Grid(size=n, stages=1))
         t_plain, v, cpu = timeit(f, sig, reps=2)
         sh = run_sharded(n, 2)
         same = np.max(np.abs(np.asarray(sh["sharded_values"]) / np.asarray(v) - 1))
@@ -231,7 +231,7 @@ def main(quick=False):
     out += [f"| {n} | {e:.5f} | {t:.3f} |" for n, e, t in orows]
     # ---- scaling in T --------------------------------------------------------------------------
     out += ["", "## Scaling in T (grid 2^18): cost independent of T", "", "| T | time (s) | eps |", "|---|---|---|"]
-    g18 = Grid(size=2**18)
+    g18 = Grid(size=2**18, stages=1)
     f = jax.jit(lambda s, t_: jaxdp.poisson.epsilon_for_delta(DELTA, noise_multiplier=s, sampling_probability=Q, num_steps=t_, grid=g18))
     for t_ in (1, 100, 10000, 100000):
         tt, v, _ = timeit(f, SIG, t_)
