@@ -150,7 +150,7 @@ def _line_cdf(x, c, w, dw, logphi):
     return cdf, dens
 
 
-def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False):
+def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False, with_gap: bool = False):
     """The single-epoch curve at type I errors ``a`` (shape (k,)) from one damped Fourier line.
 
     Forward: a = P(U > x), f = Q(U <= x); reverse: a = Q(U <= x), f = P(U > x).  The threshold x is
@@ -159,6 +159,9 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False):
     period 56 / c: upper aliasing e^{-56}; lower aliasing at x bounded a priori by
     e^{-56 + 2cx} E e^{-2cU} with log E_P e^{-2cU} <= 24 / 3 (convexity of the log-Laplace
     transform from the gap's damping) and E_Q e^{-2cU} <= E_P e^{-2cU} + 1 + 1 / (2c sqrt M).
+    ``with_gap``: also the gap TV = P(U <= 0) - Q(U <= 0) from the same nodes (the sum of the
+    gap's line integral, without cancellation; the checks at x = 0 are added to ``ok``), returned
+    as ``(f, gap, ok)``.
     Returns ``(f, ok)``: ``ok`` is False (the caller uses the tabulated law) where any check
     fails -- truncation (|phi_U| e^{cx} at the last node < e^-25), round-off amplification
     (e^{cx} E e^{-cU} < e^12), lower aliasing (< 1e-10), threshold beyond c x = 12, a outside
@@ -209,7 +212,14 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False):
     ok_a = jnp.where(edge, True, ok_a & inner)
     f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, jnp.clip(f, 0.0, 1.0 - a)))
     ok = jnp.all(ok_a) & ~_law._use_laplace(s, m, v, N_TALBOT)
-    return f, ok
+    if not with_gap:
+        return f, ok
+    wt = jnp.ones(N_LINE).at[0].set(0.5)
+    num = -jnp.exp(lp) * _law._expm1c(lq - lp)
+    gap = (dw / jnp.pi) * jnp.sum(wt * jnp.real(num / (c - 1j * w)))
+    ok0 = (jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1])) < _LOG_TRUNC_CURVE)
+    ok0 = ok0 & (jnp.maximum(jnp.real(lp[0]), jnp.real(lq[0])) < _LOG_AMP) & jnp.isfinite(gap)
+    return f, jnp.clip(gap, 0.0, 1.0), ok & ok0
 
 
 def tv_gap(sigma, m, *, nz: int = 320):

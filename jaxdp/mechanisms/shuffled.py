@@ -299,9 +299,14 @@ def _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     return fn(fa, fs, fm).reshape(shape)
 
 
-@partial(jax.jit, static_argnames=("reverse", "quad_nodes"))
-def _line_curves(a, sigma, m, reverse, quad_nodes):
-    return jax.vmap(lambda s_, m_: _gap.line_curve(a, s_, m_, nz=quad_nodes, reverse=reverse))(sigma, m)
+@partial(jax.jit, static_argnames=("reverse", "quad_nodes", "with_gap"))
+def _line_curves(a, sigma, m, reverse, quad_nodes, with_gap=False):
+    return jax.vmap(lambda s_, m_: _gap.line_curve(a, s_, m_, nz=quad_nodes, reverse=reverse, with_gap=with_gap))(sigma, m)
+
+
+@partial(jax.jit, static_argnames=("quad_nodes",))
+def _contour_gaps(sigma, m, quad_nodes):
+    return jax.vmap(lambda s_, m_: _tv_contour_impl(s_, m_, quad_nodes))(sigma, m)
 
 
 @partial(jax.jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
@@ -314,7 +319,7 @@ def _bucket(n):
     return max(8, 1 << (int(n) - 1).bit_length())
 
 
-def tradeoff_curves(a, sigma, M, *, reverse: bool = False, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
+def tradeoff_curves(a, sigma, M, *, reverse: bool = False, return_gap: bool = False, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
     r"""Single-epoch curves of many (sigma, M) pairs at the same type I errors: shape ``params + a``.
 
     ``sigma`` and ``M`` broadcast to the parameter shape; ``a`` (any shape) is shared by every pair.
@@ -325,6 +330,9 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, grid_size: int = 2**1
     within 1e-8 of 0 or 1, M = 1 -- are recomputed from the tabulated law (:func:`tradeoff`).  Both
     routes agree to <= 1e-9 where both apply (``tests/shuffle/test_exact_law.py``).  Under
     ``jit`` / ``vmap`` / ``grad`` (traced inputs) every pair uses the tabulated law.
+
+    ``return_gap``: also the gaps TV(P, Q) of the pairs, shape ``params`` (from the same line nodes
+    where the curve comes from the line, else :func:`tv_gap`), returned as ``(f, gap)``.
     """
     a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
     sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
@@ -335,10 +343,15 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, grid_size: int = 2**1
     m_f = jnp.where(ok, m, 2.0).reshape(-1)
     a_f = a.reshape(-1)
     traced = any(_validate.is_traced(x) for x in (a, sigma, m))
+    gap = None
     if traced:
         f = _table_curves(a_f, s_f, m_f, bool(reverse), grid_size, upsample, quad_nodes)
+        if return_gap:
+            gap = _contour_gaps(s_f, m_f, quad_nodes)
     else:
-        f, good = _line_curves(a_f, s_f, m_f, bool(reverse), quad_nodes)
+        out = _line_curves(a_f, s_f, m_f, bool(reverse), quad_nodes, bool(return_gap))
+        f, good = out[0], out[-1]
+        gap = out[1] if return_gap else None
         good = np.asarray(good) & (np.asarray(m_f) != 1.0)
         redo = np.flatnonzero(~good)
         if redo.size:
@@ -346,9 +359,14 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, grid_size: int = 2**1
             idx = np.concatenate([redo, np.full(k - redo.size, redo[0])])
             ft = _table_curves(a_f, s_f[idx], m_f[idx], bool(reverse), grid_size, upsample, quad_nodes)
             f = f.at[redo].set(ft[: redo.size])
+            if return_gap:
+                gap = gap.at[redo].set(_contour_gaps(s_f[idx], m_f[idx], quad_nodes)[: redo.size])
     f = f.reshape(pshape + ashape)
     okb = ok.reshape(pshape + (1,) * len(ashape)) & ok_a
-    return _validate.nan_where_invalid(f, okb)
+    f = _validate.nan_where_invalid(f, okb)
+    if not return_gap:
+        return f
+    return f, _validate.nan_where_invalid(gap.reshape(pshape), ok)
 
 
 @partial(jax.jit, static_argnames=("grid_size", "upsample", "quad_nodes"))

@@ -454,6 +454,11 @@ def test_grouped_curves_agree_with_the_tabulated_law():
         both = np.isfinite(want)
         assert np.array_equal(np.isfinite(got), both)
         np.testing.assert_allclose(got[both], want[both], rtol=0, atol=1e-8)
+    # the gaps from the same line nodes vs the contour gap (its own damping, or Talbot); measured
+    # on the 1024 benchmark pairs: 6.2e-10
+    f2, gap = tradeoff_curves(a, s, m, return_gap=True)
+    np.testing.assert_array_equal(np.asarray(f2), np.asarray(tradeoff_curves(a, s, m)))
+    np.testing.assert_allclose(np.asarray(gap), np.asarray(tv_gap(s, m)), rtol=0, atol=2e-9)
 
 
 def test_public_tradeoff_batch_uses_the_grouped_path_consistently():
