@@ -504,6 +504,20 @@ def _log_mgf_exact(pmf, losses, ts):
     return jnp.where(any_pos, ts * ref + jnp.log(S), -jnp.inf)
 
 
+def _coarse_ctd(mechanism, direction, lo, hi, nc):
+    """Coarse CTD pmf of one step over [lo, hi] on ``nc`` points: (pmf, lattice, variance).
+
+    Used only to place windows (no certificate needed: the bounds are recomputed on the real lattice).
+    """
+    h = jnp.maximum(hi - lo, 1e-300) / (nc - 3)
+    off = jnp.floor(lo / h) - 1.0
+    p, _, _ = ctd_pmf(mechanism, direction, h, off, nc)
+    l = (off + jnp.arange(nc)) * h
+    tot = jnp.maximum(jnp.sum(p), 1e-300)
+    mean = jnp.sum(p * l) / tot
+    return p, l, jnp.sum(p * (l - mean) ** 2) / tot
+
+
 def _snap(x):
     """Round a positive spacing up to a power of 2^(1/8): piecewise constant in the parameters."""
     return jnp.exp2(jnp.ceil(jnp.log2(x) * 8.0) / 8.0)
@@ -552,13 +566,8 @@ def compose(
     coarse = []
     spread = 0.0
     for (m, _), k, lo, hi in zip(components, ks, los, his):
-        h1 = jnp.maximum(hi - lo, 1e-300) / (nc - 3)
-        off1 = jnp.floor(lo / h1) - 1.0
-        p1, _, _ = ctd_pmf(m, direction, h1, off1, nc)
-        l1 = (off1 + jnp.arange(nc)) * h1
-        tot = jnp.maximum(jnp.sum(p1), 1e-300)
-        mean = jnp.sum(p1 * l1) / tot
-        spread = spread + k * jnp.sum(p1 * (l1 - mean) ** 2) / tot
+        p1, l1, var1 = _coarse_ctd(m, direction, lo, hi, nc)
+        spread = spread + k * var1
         coarse.append((k, p1, l1))
     scale = jnp.sqrt(spread)
     scale = jnp.where(scale > 0, scale, 1.0)
@@ -713,13 +722,8 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     w_single = hi - lo
 
     # ---- coarse per-step law: Chernoff windows of every k-fold law --------------------------
-    hc = jnp.maximum(hi - lo, 1e-300) / (nc - 3)
-    offc = jnp.floor(lo / hc) - 1.0
-    pc, _, _ = ctd_pmf(m, direction, hc, offc, nc)
-    lc = (offc + jnp.arange(nc)) * hc
-    tot = jnp.maximum(jnp.sum(pc), 1e-300)
-    mean = jnp.sum(pc * lc) / tot
-    scale = jnp.sqrt(Tf * jnp.sum(pc * (lc - mean) ** 2) / tot)
+    pc, lc, varc = _coarse_ctd(m, direction, lo, hi, nc)
+    scale = jnp.sqrt(Tf * varc)
     scale = jnp.where(scale > 0, scale, 1.0)
     ts = _chernoff_ts(scale, grid.num_chernoff)
     K1 = _log_mgf_mm(pc, lc, ts)
