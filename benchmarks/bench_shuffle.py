@@ -78,9 +78,9 @@ def batch_1024():
     t_gap, gap = timed(gap_f, sig, M, reps=1)
     # curve and gap in one call: the gap from the same line nodes (the contour gap where the line fails)
     t_both, (curve2, gap2) = timed(lambda s, m: ex.tradeoff_curves(a, s, m, return_gap=True), sig, M, reps=3)
-    nan += int(jnp.sum(~jnp.isfinite(gap2))) + int(jnp.sum(~jnp.isfinite(curve2)))
     gap_diff = float(jnp.max(jnp.abs(gap2 - gap)))
     nan = int(jnp.sum(~jnp.isfinite(gap))) + int(jnp.sum(~jnp.isfinite(curve)))
+    nan += int(jnp.sum(~jnp.isfinite(gap2))) + int(jnp.sum(~jnp.isfinite(curve2)))
     from jaxdp.mechanisms._shuffled_gap import line_curve
 
     ok = jax.jit(jax.vmap(lambda s1, m1: line_curve(a, s1, m1)[1]))(sig, M)
