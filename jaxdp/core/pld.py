@@ -426,16 +426,20 @@ def _cpow(z, k):
     products are the same, in the same order, as one bit per iteration (the fused kernel may
     contract them into FMAs: rounding-level differences); squarings past k's top bit are unused.
     """
-    k = jnp.asarray(k, dtype=jnp.int64)
-    nbits = 64 - lax.clz(jnp.maximum(k, 0))  # bit length of k
+    k = jnp.maximum(jnp.asarray(k, dtype=jnp.int64), 0)
 
+    # (no lax.clz, and every shift amount kept below 64: with constant inputs XLA folded the
+    # clz-based bit count / out-of-range shifts into a wrong power -- eps 14.9 instead of 0.62)
     def cond(state):
-        return state[0] < nbits
+        i = state[0]
+        return (i < 64) & ((k >> jnp.minimum(i, 63)) > 0)
 
     def body(state):
         i, acc, base = state
         for j in range(_CPOW_BITS):
-            acc = jnp.where(((k >> (i + j)) & 1) == 1, acc * base, acc)
+            sh = i + j
+            bit = jnp.where(sh < 64, (k >> jnp.minimum(sh, 63)) & 1, 0)
+            acc = jnp.where(bit == 1, acc * base, acc)
             base = base * base
         return i + _CPOW_BITS, acc, base
 
