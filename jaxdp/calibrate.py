@@ -54,6 +54,7 @@ from . import _config  # noqa: F401  (float64: deltas of 1e-10, roots to 1e-10 r
 from ._validate import check, check_choice, is_traced
 from .core import pld as _pld
 from .mechanisms.base import pytree_dataclass
+from .shuffle.closed_form import _log_regime_rounds
 
 # ------------------------------------------------------------------------------------------------
 # result codes
@@ -566,8 +567,6 @@ def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
         lo = 100.0
         if method == "berry_esseen":
             # the closed form applies (is finite) only in its regime M >= e^{3 / sigma^2}
-            from .shuffle.closed_form import _log_regime_rounds
-
             lo = jnp.maximum(lo, 1.01 * jnp.exp(jnp.minimum(_log_regime_rounds(s), 600.0)))
         sol = _solve_traced(fn, g, (s, e_), lo, 10.0 * lo, decreasing=True, lower_limit=1.0,
                             upper_limit=float(max_rounds), log_scale=True, integer=False, rtol=rtol, atol=0.0,

@@ -96,11 +96,20 @@ def _line_nodes(s, m, sqrt_m, v, nz, kappa=1.0):
     return c, w, dw, lp, lq
 
 
+def _trapezoid_weights(dw):
+    """Weights of the half-line trapezoid rule, times 1/pi (the node w = 0 counts half)."""
+    return jnp.ones(N_LINE).at[0].set(0.5) * (dw / jnp.pi)
+
+
+def _gap_sum(c, w, dw, lp, lq):
+    """P(U <= 0) - Q(U <= 0) on the line, the difference taken inside the integrand."""
+    num = -jnp.exp(lp) * _law._expm1c(lq - lp)
+    return jnp.sum(_trapezoid_weights(dw) * jnp.real(num / (c - 1j * w)))
+
+
 def _line_part(s, m, sqrt_m, v, nz):
     c, w, dw, lp, lq = _line_nodes(s, m, sqrt_m, v, nz)
-    num = -jnp.exp(lp) * _law._expm1c(lq - lp)
-    wt = jnp.ones(N_LINE).at[0].set(0.5)
-    gap = (dw / jnp.pi) * jnp.sum(wt * jnp.real(num / (c - 1j * w)))
+    gap = _gap_sum(c, w, dw, lp, lq)
     # checks: truncation (|phi| at the last node); round-off amplification E e^{-cU} (w = 0 node,
     # P and Q); the aliasing bounds above hold by the choice of c (checked through the w = 0 node too)
     trunc = jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1]))
@@ -143,8 +152,7 @@ def _line_cdf(x, c, w, dw, logphi):
     P(U <= x) = (1/pi) Re int_0^inf phi_U(w + ic) e^{(c - iw) x} / (c - iw) dw (damped indicator of
     U - x), trapezoid rule on the nodes; the density is the same integral without 1 / (c - iw).
     """
-    wt = jnp.ones(N_LINE).at[0].set(0.5) * (dw / jnp.pi)
-    e = jnp.exp(logphi[None, :] + (c - 1j * w[None, :]) * x[:, None]) * wt[None, :]
+    e = jnp.exp(logphi[None, :] + (c - 1j * w[None, :]) * x[:, None]) * _trapezoid_weights(dw)[None, :]
     cdf = jnp.sum(jnp.real(e / (c - 1j * w[None, :])), axis=1)
     dens = jnp.sum(jnp.real(e), axis=1)
     return cdf, dens
@@ -214,9 +222,7 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False, with_gap: b
     ok = jnp.all(ok_a) & ~_law._use_laplace(s, m, v, N_TALBOT)
     if not with_gap:
         return f, ok
-    wt = jnp.ones(N_LINE).at[0].set(0.5)
-    num = -jnp.exp(lp) * _law._expm1c(lq - lp)
-    gap = (dw / jnp.pi) * jnp.sum(wt * jnp.real(num / (c - 1j * w)))
+    gap = _gap_sum(c, w, dw, lp, lq)
     ok0 = (jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1])) < _LOG_TRUNC_CURVE)
     ok0 = ok0 & (jnp.maximum(jnp.real(lp[0]), jnp.real(lq[0])) < _LOG_AMP) & jnp.isfinite(gap)
     return f, jnp.clip(gap, 0.0, 1.0), ok & ok0

@@ -304,11 +304,6 @@ def _line_curves(a, sigma, m, reverse, quad_nodes, with_gap=False):
     return jax.vmap(lambda s_, m_: _gap.line_curve(a, s_, m_, nz=quad_nodes, reverse=reverse, with_gap=with_gap))(sigma, m)
 
 
-@partial(jax.jit, static_argnames=("quad_nodes",))
-def _contour_gaps(sigma, m, quad_nodes):
-    return jax.vmap(lambda s_, m_: _tv_contour_impl(s_, m_, quad_nodes))(sigma, m)
-
-
 @partial(jax.jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
 def _table_curves(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     return jax.vmap(lambda s_, m_: _tradeoff_impl(a, s_, m_, reverse, grid_size, upsample, quad_nodes))(sigma, m)
@@ -347,7 +342,7 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, return_gap: bool = Fa
     if traced:
         f = _table_curves(a_f, s_f, m_f, bool(reverse), grid_size, upsample, quad_nodes)
         if return_gap:
-            gap = _contour_gaps(s_f, m_f, quad_nodes)
+            gap = tv_gap(s_f, m_f, quad_nodes=quad_nodes)
     else:
         out = _line_curves(a_f, s_f, m_f, bool(reverse), quad_nodes, bool(return_gap))
         f, good = out[0], out[-1]
@@ -360,7 +355,7 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, return_gap: bool = Fa
             ft = _table_curves(a_f, s_f[idx], m_f[idx], bool(reverse), grid_size, upsample, quad_nodes)
             f = f.at[redo].set(ft[: redo.size])
             if return_gap:
-                gap = gap.at[redo].set(_contour_gaps(s_f[idx], m_f[idx], quad_nodes)[: redo.size])
+                gap = gap.at[redo].set(tv_gap(s_f[idx], m_f[idx], quad_nodes=quad_nodes)[: redo.size])
     f = f.reshape(pshape + ashape)
     okb = ok.reshape(pshape + (1,) * len(ashape)) & ok_a
     f = _validate.nan_where_invalid(f, okb)
