@@ -21,14 +21,14 @@ Example::
 from __future__ import annotations
 
 import csv
-
+import functools
 import sys
 import time
 from typing import Callable, Mapping
 
 import jax
-
 import numpy as np
+from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from . import _config  # noqa: F401
@@ -54,6 +54,32 @@ def _mesh():
     return Mesh(devs, ("points",))
 
 
+@functools.lru_cache(maxsize=32)
+def _runner(fn, names, sharded, ndev, batch_size):
+    """The jitted program for ``fn`` (cached: a second sweep of the same ``fn`` does not compile
+    again; ``ndev`` is part of the key because the mesh is).
+
+    ``batch_size`` None: one ``vmap`` over the chunk (sharded by ``jit``); an integer: a ``lax.map``
+    over vmapped batches of that many points on each device (``shard_map``), which keeps the
+    working set of PLD-sized functions in cache (the accountants' own array calls do the same).
+    """
+    one = lambda *xs: fn(**dict(zip(names, xs)))  # noqa: E731
+    if batch_size is None:
+        local = jax.vmap(one)
+    else:
+        local = lambda *cols: lax.map(lambda xs: one(*xs), cols, batch_size=batch_size)  # noqa: E731
+    if not sharded:
+        return jax.jit(local), None
+    mesh = _mesh()
+    spec = NamedSharding(mesh, P("points"))
+    if batch_size is None:
+        return jax.jit(local, in_shardings=(spec,) * len(names), out_shardings=spec), spec
+    # (check_vma off: loops inside jaxdp start from constant carries, which the varying-axes
+    # check rejects; every point is computed independently, so nothing needs the check)
+    body = jax.shard_map(local, mesh=mesh, in_specs=(P("points"),) * len(names), out_specs=P("points"), check_vma=False)
+    return jax.jit(body, in_shardings=(spec,) * len(names), out_shardings=spec), spec
+
+
 def _progress(done, total, t0, stream):
     frac = done / total
     bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
@@ -70,6 +96,7 @@ def sweep(
     points: Mapping[str, np.ndarray],
     *,
     chunk_size: int = 1024,
+    batch_size: int | None = None,
     sharded: bool = True,
     progress: bool = True,
     out_npz: str | None = None,
@@ -82,6 +109,12 @@ def sweep(
     global device count).  ``sharded=False`` evaluates on the default device only (the reference
     the tests compare with).  Results are identical either way: every point is computed by the
     same program.
+
+    ``batch_size`` (optional): evaluate each device's share of a chunk as a ``lax.map`` over vmapped
+    batches of this many points instead of one ``vmap``; for PLD-sized functions (e.g. Poisson
+    eps(delta)) 16 is 1.4x faster on CPU; the chunk is then rounded up to a multiple of
+    ``batch_size`` times the device count.  A second call with the same ``fn`` object reuses the
+    compiled program.
     """
     names = list(points)
     if not names:
@@ -94,17 +127,18 @@ def sweep(
         raise ValueError("every entry of points must have the same length (use jaxdp.sweep.grid)")
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    if batch_size is not None and (int(batch_size) != batch_size or batch_size < 1):
+        raise ValueError(f"batch_size must be None or an integer >= 1, got {batch_size!r}")
 
-    vfn = jax.vmap(lambda *xs: fn(**dict(zip(names, xs))))
     ndev = jax.device_count() if sharded else 1
-    chunk = int(np.ceil(chunk_size / ndev) * ndev)
+    # every device's share a whole number of batches: each point is then computed by the same
+    # vmapped batch program however the chunk is split (no remainder batch fused differently)
+    per = ndev * (1 if batch_size is None else int(batch_size))
+    chunk = int(np.ceil(chunk_size / per) * per)
+    run, spec = _runner(fn, tuple(names), bool(sharded), ndev, batch_size)
     if sharded:
-        mesh = _mesh()
-        spec = NamedSharding(mesh, P("points"))
-        run = jax.jit(vfn, in_shardings=(spec,) * len(names), out_shardings=spec)
         nproc, pid = jax.process_count(), jax.process_index()
     else:
-        run = jax.jit(vfn)
         nproc, pid = 1, 0
 
     outs = []

@@ -24,8 +24,11 @@ def main():
         return tf.gaussian_delta(eps, mu) + 0.0 * tf.gaussian_epsilon(1e-5, mu)
 
     res = sweep(fn, pts, chunk_size=16, sharded=(mode != "plain"), progress=False)
+    # the batched program (lax.map over vmapped batches; shard_map when sharded)
+    resb = sweep(fn, pts, chunk_size=16, batch_size=3, sharded=(mode != "plain"), progress=False)
     if jax.process_index() == 0:
         np.save(out, res["value"])
+        np.save(out[:-4] + "_batched.npy", resb["value"])
     print("devices", jax.device_count(), "processes", jax.process_count(), file=sys.stderr)
     _ = jaxdp, os
 

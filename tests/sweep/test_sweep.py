@@ -40,6 +40,24 @@ def test_bad_input():
         grid(mu=[])
     with pytest.raises(ValueError, match="same length"):
         sweep(lambda a, b: a + b, {"a": np.ones(3), "b": np.ones(2)}, progress=False)
+    with pytest.raises(ValueError, match="batch_size"):
+        sweep(lambda a: a, {"a": np.ones(3)}, batch_size=0, progress=False)
+
+
+def test_second_sweep_reuses_the_compiled_program():
+    calls = []
+
+    def fn(a):
+        calls.append(1)  # runs once per trace
+        return 2.0 * a
+
+    pts = {"a": np.arange(5.0)}
+    r1 = sweep(fn, pts, chunk_size=4, batch_size=2, sharded=False, progress=False)
+    n1 = len(calls)
+    r2 = sweep(fn, pts, chunk_size=4, batch_size=2, sharded=False, progress=False)
+    assert len(calls) == n1  # no new trace
+    np.testing.assert_array_equal(r1["value"], 2.0 * np.arange(5.0))
+    np.testing.assert_array_equal(r2["value"], r1["value"])
 
 
 def test_eight_devices_identical_to_unsharded(tmp_path):
@@ -53,6 +71,9 @@ def test_eight_devices_identical_to_unsharded(tmp_path):
         assert p.returncode == 0, err[-2000:]
     assert "devices 8" in errs[0]
     np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), np.load(tmp_path / "p.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "s_batched.npy"), np.load(tmp_path / "p_batched.npy"))
+    # batched and whole-chunk vmaps are the same per-point program, fused differently: last ulps
+    np.testing.assert_allclose(np.load(tmp_path / "p_batched.npy"), np.load(tmp_path / "p.npy"), rtol=1e-13, atol=1e-300)
 
 
 def _free_port():
@@ -75,4 +96,5 @@ def test_two_process_multihost_identical_to_unsharded(tmp_path):
         assert p.returncode == 0, err[-3000:]
     assert "devices 4 processes 2" in errs[0]
     np.testing.assert_array_equal(np.load(tmp_path / "m.npy"), np.load(tmp_path / "p.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "m_batched.npy"), np.load(tmp_path / "p_batched.npy"))
     _ = jaxdp
