@@ -26,6 +26,8 @@ The one representation every accountant in jaxdp feeds.  A mechanism (see
    with :math:`\tau` the mechanism's mass outside the grid.  The bracket therefore shrinks like
    :math:`h\sqrt{k}`, not :math:`hk` as rounding down would; for few steps the deterministic
    bound (each error is at most h, so the sum moves by at most kh) is used when it is smaller.
+   Every failure level :math:`\eta` gives a valid bound; eps(delta) takes the best of five levels
+   around ``hoeffding_eta * delta``.
 4. **two stages** (``Grid.stages``; by default at ``size >= 2**18``, for a single ``(mechanism,
    count)``): T = k_2 k_1 + r steps are composed as k_1 (and k_1 + 1) steps on a fine lattice h_1
    sized for the k_1-fold window, whose results are CTD-discretised again, atom by atom, onto a
@@ -80,7 +82,8 @@ class Grid:
     tail: target mass outside the single-step grid, per step (placement only; always accounted).
     window_tail: target mass of the composed law outside the output window (Chernoff level).
     hoeffding_eta: failure probability used for the lower (optimistic) bound, relative to the
-        delta being bounded when converting eps(delta); absolute for delta(eps) and curves.
+        delta being bounded when converting eps(delta) (there the best of ``eta * {0.01, 0.1, 1,
+        10, 100}`` is taken: each gives a valid bound); absolute for delta(eps) and curves.
     differentiate_lattice: let autodiff see how the lattice moves with the parameters (through the
         mechanism's range hint), so gradients are those of the function computed (they then match
         finite differences); switch off for mechanisms whose range hint is not differentiable.
@@ -204,9 +207,13 @@ class PLD:
         return _eps_of(c, self.losses, self.h, delta - self.inf_mass - self.alias)
 
     def epsilon_lower(self, delta):
-        s, eta = self._shift(self.eta * delta)
-        target = delta - self.inf_mass + self.alias + self.tail_mass + eta
-        return _eps_of(self.pmf, self.losses, self.h, target) - s
+        # every failure level eta gives a valid lower bound (a smaller shift for a larger delta
+        # target); the best of five levels around ``self.eta * delta`` is taken (one tail-sum pass)
+        d = jnp.asarray(delta, dtype=jnp.float64)
+        levels = self.eta * d[..., None] * _ETA_LEVELS
+        s, eta = self._shift(levels)
+        target = d[..., None] - self.inf_mass + self.alias + self.tail_mass + eta
+        return jnp.max(_eps_of(self.pmf, self.losses, self.h, target) - s, axis=-1)
 
     # ---- trade-off curve T(B, A): type II error of testing B (null) against A ---------------------
     def tradeoff_lower(self, a):
@@ -231,6 +238,9 @@ class PLD:
         s, eta = self._shift(self.eta_abs)
         f = _curve_of(self.pmf, self.losses, self.inf_mass, a * jnp.exp(-s))
         return jnp.clip(f + self.alias + self.tail_mass + eta, 0.0, 1.0 - a)
+
+
+_ETA_LEVELS = jnp.array([0.01, 0.1, 1.0, 10.0, 100.0])
 
 
 def _mu_h(h):
