@@ -40,6 +40,7 @@ def test_spec_oracle_directions():
     np.testing.assert_allclose(both, max(float(r.upper), float(a.upper)))
 
 
+@pytest.mark.acceptance
 def test_against_dp_accounting_subset():
     dpa = pytest.importorskip("dp_accounting")  # noqa: F841
     from _dpa import dpa_epsilon
@@ -76,6 +77,7 @@ def test_tradeoff_bracket_and_shape():
     assert np.all(np.asarray(b.lower[1]) >= np.asarray(b.lower[0]) - 1e-12)
 
 
+@pytest.mark.acceptance
 def test_gradients_match_finite_differences_at_10_points():
     rng = np.random.default_rng(0)
     sig = rng.uniform(0.7, 4.0, 10)

@@ -30,6 +30,7 @@ def test_epoch_batches_is_a_permutation():
     assert b.shape == (10, 10) and len(set(b.ravel().tolist())) == 100
 
 
+@pytest.mark.acceptance
 def test_training_example_eps_equals_offline_accountant():
     # expected values: the offline accountants (jaxdp.poisson / jaxdp.training.shuffle_epsilon)
     # called separately with the example's settings

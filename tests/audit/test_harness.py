@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from jaxdp.audit import harness
 
 
@@ -13,6 +15,7 @@ def test_rdp_tradeoff_conversion_sane():
     assert all(x >= y for x, y in zip(vals, vals[1:]))
 
 
+@pytest.mark.acceptance
 def test_fast_audit_runs_and_passes(tmp_path):
     rc = harness.main(["--fast", "--out", str(tmp_path)])
     md = (tmp_path / "audit_report.md").read_text()

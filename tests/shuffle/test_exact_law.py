@@ -270,6 +270,7 @@ def test_gradients_match_finite_differences():
         np.testing.assert_allclose(gm, fdm, rtol=1e-4)
 
 
+@pytest.mark.acceptance
 def test_sf_gradient_and_jit_vmap():
     def q_tail(s, m):
         mech = ShuffledGaussian(noise_multiplier=s, num_rounds=m)
