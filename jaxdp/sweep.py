@@ -55,9 +55,9 @@ def _mesh():
 
 
 @functools.lru_cache(maxsize=32)
-def _runner(fn, names, sharded, ndev, batch_size):
+def _runner(fn, names, sharded, batch_size):
     """The jitted program for ``fn`` (cached: a second sweep of the same ``fn`` does not compile
-    again; ``ndev`` is part of the key because the mesh is).
+    again).
 
     ``batch_size`` None: one ``vmap`` over the chunk (sharded by ``jit``); an integer: a ``lax.map``
     over vmapped batches of that many points on each device (``shard_map``), which keeps the
@@ -72,12 +72,12 @@ def _runner(fn, names, sharded, ndev, batch_size):
         return jax.jit(local), None
     mesh = _mesh()
     spec = NamedSharding(mesh, P("points"))
-    if batch_size is None:
-        return jax.jit(local, in_shardings=(spec,) * len(names), out_shardings=spec), spec
-    # (check_vma off: loops inside jaxdp start from constant carries, which the varying-axes
-    # check rejects; every point is computed independently, so nothing needs the check)
-    body = jax.shard_map(local, mesh=mesh, in_specs=(P("points"),) * len(names), out_specs=P("points"), check_vma=False)
-    return jax.jit(body, in_shardings=(spec,) * len(names), out_shardings=spec), spec
+    if batch_size is not None:
+        # (check_vma off: loops inside jaxdp start from constant carries, which the varying-axes
+        # check rejects; every point is computed independently, so nothing needs the check)
+        local = jax.shard_map(local, mesh=mesh, in_specs=(P("points"),) * len(names), out_specs=P("points"),
+                              check_vma=False)
+    return jax.jit(local, in_shardings=(spec,) * len(names), out_shardings=spec), spec
 
 
 def _progress(done, total, t0, stream):
@@ -135,7 +135,7 @@ def sweep(
     # vmapped batch program however the chunk is split (no remainder batch fused differently)
     per = ndev * (1 if batch_size is None else int(batch_size))
     chunk = int(np.ceil(chunk_size / per) * per)
-    run, spec = _runner(fn, tuple(names), bool(sharded), ndev, batch_size)
+    run, spec = _runner(fn, tuple(names), bool(sharded), batch_size)
     if sharded:
         nproc, pid = jax.process_count(), jax.process_index()
     else:

@@ -210,7 +210,7 @@ class PLD:
         # every failure level eta gives a valid lower bound (a smaller shift for a larger delta
         # target); the best of five levels around ``self.eta * delta`` is taken (one tail-sum pass)
         d = jnp.asarray(delta, dtype=jnp.float64)
-        levels = self.eta * d[..., None] * _ETA_LEVELS
+        levels = self.eta * d[..., None] * jnp.array(_ETA_LEVELS)
         s, eta = self._shift(levels)
         target = d[..., None] - self.inf_mass + self.alias + self.tail_mass + eta
         return jnp.max(_eps_of(self.pmf, self.losses, self.h, target) - s, axis=-1)
@@ -240,7 +240,7 @@ class PLD:
         return jnp.clip(f + self.alias + self.tail_mass + eta, 0.0, 1.0 - a)
 
 
-_ETA_LEVELS = jnp.array([0.01, 0.1, 1.0, 10.0, 100.0])
+_ETA_LEVELS = (0.01, 0.1, 1.0, 10.0, 100.0)  # (a tuple: no device array at import time)
 
 
 def _mu_h(h):
