@@ -817,10 +817,16 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     l1 = (off1 + jnp.arange(n1)) * h1
     # the lattice is wider than the single-step range; the (tiny) mass above the range would
     # dominate the Chernoff bounds of the k1-fold law, so it goes to +inf (pessimistic) and counts
-    # as tail (lower bound), like the mass above the lattice
-    cut = l1 > hi + h1
-    m_cut = jnp.sum(jnp.where(cut, pmf1, 0.0))
-    pmf1 = jnp.where(cut, 0.0, pmf1)
+    # as tail (lower bound), like the mass above the lattice.  The cut is a smooth ramp over the
+    # four cells above hi + h1 (the cell holding the top of the range is kept whole: the add
+    # direction's loss piles up just below its supremum): a hard cut moved whole cells (at the tail
+    # budget's level) to +inf as the lattice slid past it, a sawtooth in sigma that autodiff does
+    # not see (d eps / d sigma 2e-4 off the finite differences at steps 1e-3..3e-5 at q = 0.012,
+    # sigma = 3.1, T = 500)
+    ramp = jnp.clip((l1 - hi - h1) / (4.0 * h1), 0.0, 1.0)
+    w_cut = ramp * ramp * (3.0 - 2.0 * ramp)
+    m_cut = jnp.sum(pmf1 * w_cut)
+    pmf1 = pmf1 * (1.0 - w_cut)
     inf1, tail1 = inf1 + m_cut, tail1 + m_cut
     spec = jnp.fft.rfft(pmf1)
     spec_a = _cpow(spec, k1)
