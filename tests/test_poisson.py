@@ -131,6 +131,7 @@ def test_invalid_delta(delta):
         poisson.epsilon_for_delta(delta, noise_multiplier=1.0, sampling_probability=0.1, num_steps=10)
 
 
+@pytest.mark.acceptance
 def test_invalid_inputs_give_nan_under_jit():
     f = jax.jit(lambda s, q, t, d: poisson.epsilon_for_delta(d, noise_multiplier=s, sampling_probability=q, num_steps=t))
     out = f(jnp.array([1.0, -1.0, 1.0, 1.0, 1.0]), jnp.array([0.1, 0.1, 2.0, 0.1, 0.1]), jnp.array([10, 10, 10, 0, 10]), jnp.array([1e-5, 1e-5, 1e-5, 1e-5, 1.5]))

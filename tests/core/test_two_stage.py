@@ -81,6 +81,7 @@ def _bracket(grid):
     return np.asarray(b.lower), np.asarray(b.upper)
 
 
+@pytest.mark.acceptance
 def test_default_grid_bracket_within_one_percent_and_agrees_with_one_stage():
     lo2, up2 = _bracket(pld.DEFAULT_GRID)
     assert np.all((up2 - lo2) / up2 <= 0.01), (lo2, up2)

@@ -51,6 +51,7 @@ def test_m_equal_one_is_the_gaussian_mechanism():
         np.testing.assert_allclose(f, g, atol=1e-9)
 
 
+@pytest.mark.acceptance
 def test_spec_epsilons():
     b = sh.epsilon_for_delta_bracket(1e-5, noise_multiplier=1.0, num_rounds=10000.0)
     assert float(b.lower) <= 0.037247 + 2e-6 and 0.037247 - 2e-6 <= float(b.upper)
@@ -75,6 +76,7 @@ def test_replace_one_is_refused():
         sh.epsilon_for_delta(1e-5, noise_multiplier=1.0, num_rounds=100.0, neighboring="replace_one")
 
 
+@pytest.mark.acceptance
 @pytest.mark.parametrize("E", [1, 10])
 def test_monte_carlo_auditor_agrees_with_exact_curve(E):
     sigma, M = 1.0, 10.0

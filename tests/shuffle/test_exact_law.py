@@ -436,6 +436,7 @@ def test_line_curve_against_mpmath_references():
         assert not bool(line_curve(jnp.linspace(0.01, 0.9, 8), sigma, m)[1])
 
 
+@pytest.mark.acceptance
 def test_grouped_curves_agree_with_the_tabulated_law():
     # Two independent numerical routes to f: the line (bisection + Newton on its cdf) and the
     # damped-FFT / Laplace table.  Pairs over the whole domain, incl. M = 1 (closed form) and the
