@@ -30,13 +30,14 @@ The one representation every accountant in jaxdp feeds.  A mechanism (see
    around ``hoeffding_eta * delta``.
 4. **two stages** (``Grid.stages``; by default at ``size >= 2**18``, for a single ``(mechanism,
    count)``): T = k_2 k_1 + r steps are composed as k_1 (and k_1 + 1) steps on a fine lattice h_1
-   of ``Grid.fine_factor * size`` points (default 2x) sized for the k_1-fold window, whose results are CTD-discretised again, atom by atom, onto a
-   coarse lattice h_2 sized for the T-fold window and raised to the powers k_2 - r and r.  Upper
-   bound: each stage-1 result is turned into a measure that dominates the exact CTD composition
-   (clipped at 0, its Chernoff outside-mass and +inf mass put at +inf), and CTD of a discrete pair
-   is again a spreading.  Lower bound: all T + k_2 rounding errors form one martingale-difference
-   sequence, so Azuma-Hoeffding gives the shift ``T mu_{h_1} + k_2 mu_{h_2} +
-   sqrt((T h_1^2 + k_2 h_2^2) log(1/eta) / 2)`` (or ``T h_1 + k_2 h_2``), and the stage-1 excess
+   of ``Grid.fine_factor * size`` points (default 2x) sized for the k_1-fold window, whose results
+   are CTD-discretised again, atom by atom, onto a coarse lattice h_2 sized for the T-fold window
+   and raised to the powers k_2 - r and r.  Upper bound: each stage-1 result is turned into a
+   measure that dominates the exact CTD composition (clipped at 0, its Chernoff outside-mass and
+   +inf mass put at +inf), and CTD of a discrete pair is again a spreading.  Lower bound: all
+   T + k_2 rounding errors form one martingale-difference sequence, so Azuma-Hoeffding gives the
+   shift ``T mu_{h_1} + k_2 mu_{h_2} + sqrt((T h_1^2 + k_2 h_2^2) log(1/eta) / 2)`` (or
+   ``T h_1 + k_2 h_2``), and the stage-1 excess
    mass (at most twice its outside bound per block) is subtracted.  With k_1 ~ sqrt(T) the shift
    shrinks like T^{1/4} instead of T^{1/2} when the window (not the single-step range) sets h.
    The split is chosen at run time (the largest k_1 whose predicted shift is within 10% of the
@@ -847,6 +848,7 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     Kx1 = _log_mgf_exact(p1, l1s, tf1)
     Kb1 = _log_mgf_blocked(p1, l1s, tss, block=64)
     fft_noise = n * 2.0**-52  # float64 allowance per FFT composition (not a proof; see module doc)
+    fft_noise1 = n1 * 2.0**-52  # the same for a one-stage result (its FFT has the fine length n1)
     # The stage-1 laws enter k2 times, so n 2^-52 each would cost k2 n 2^-52 (1e-8 at k2 ~ 300).
     # Their allowance is n times the normwise FFT error scale 2^-52 ||out||_2 per cell: 10x the
     # per-cell noise we measure (e.g. 1e-19 against 1e-18), and smooth in the parameters (a
@@ -895,7 +897,7 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
         offset=pick(w_lo1, w_lo2).astype(jnp.float64),
         h=pick(h1, h2),
         inf_mass=pick(inf_a, inf2),
-        alias=pick(alias_a + n1 * 2.0**-52, alias2),
+        alias=pick(alias_a + fft_noise1, alias2),
         tail_mass=Tf * tail1 + pick(0.0, excess),
         steps=pick(Tf, k2.astype(jnp.float64)),
         h_fine=pick(0.0, h1),
