@@ -41,8 +41,13 @@ class SubsampledGaussian:
         log1mq = jnp.log1p(-q_safe)
         support = jnp.where(sub, t > log1mq, True)
         t_safe = jnp.where(support, t, jnp.where(sub, log1mq + 1.0, 0.0))
-        # log(e^t - (1 - q)) = log(1 - q) + log(expm1(t - log(1 - q)));  = t when q == 1
-        log_diff = jnp.where(sub, log1mq + jnp.log(jnp.expm1(jnp.where(sub, t_safe - log1mq, 1.0))), t_safe)
+        # log(e^t - (1 - q)) = log(1 - q) + log(expm1(u)), u = t - log(1 - q);  = t when q == 1.
+        # For u > 30, log(expm1(u)) = u + log1p(-e^{-u}) (expm1 overflowed for u > 709 and put the
+        # whole A-law beyond loss ~709 at x = +inf, i.e. nowhere: eps saturated near log(DBL_MAX))
+        u = jnp.where(sub, t_safe - log1mq, 1.0)
+        big = u > 30.0
+        log_em1 = jnp.where(big, u + jnp.log1p(-jnp.exp(-jnp.where(big, u, 30.0))), jnp.log(jnp.expm1(jnp.where(big, 1.0, u))))
+        log_diff = jnp.where(sub, log1mq + log_em1, t_safe)
         x = s**2 * (log_diff - jnp.log(q)) + 0.5
         return jnp.where(support, x, -jnp.inf)
 
