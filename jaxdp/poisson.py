@@ -25,6 +25,8 @@ from ._validate import check, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
 from .mechanisms.gaussian import SubsampledGaussian
+from ._special import ndtr as _ndtr
+from jax.scipy.special import log_ndtr as _log_ndtr, ndtri as _ndtri
 
 ADJACENCY = "add/remove one example (Poisson subsampling)"
 _DIRECTIONS = ("both", "remove", "add")
@@ -67,6 +69,155 @@ def _plds(sigma, q, steps, direction, grid, delta=None):
 Bracket = _pld.Bracket
 
 
+# ------------------------------------------------------------------------------------------------
+# closed-form references and rigorous guards
+# ------------------------------------------------------------------------------------------------
+#
+# * q = 1 is exactly the Gaussian mechanism with mu = sqrt(T) / sigma (both directions).
+# * Post-processing: the T-step pair dominates every m-step marginal (m <= T).  For the remove
+#   direction, A >= q^m N(1, s^2)^m as measures on the m-step output (the event "sampled in all m
+#   steps"), so delta_T(eps) >= q^m delta_G(eps - m log q; sqrt(m) / s); and one step is exact:
+#   delta_1(eps) = q delta_G(log(1 + (e^eps - 1) / q); 1 / s).  In trade-off form:
+#   f_T(a) <= u(a) = 1 - q^m (1 - G_{sqrt(m)/s}(a)) and f_T(a) <= q G_{1/s}(a) + (1 - q)(1 - a)
+#   (remove, hence "both", whose curve lies below the remove curve); the add curve is the inverse
+#   of the remove curve, so f_add <= u^{-1}.
+# A returned pessimistic value on the wrong side of one of these is a detected failure: it is
+# replaced by the trivial answer (eps = inf, delta = 1, curve 0).  Every closed form is evaluated
+# with relative margins 1e-12 (Phi and log Phi are accurate to ~1e-15 relative in float64).
+
+_REL = 1e-12
+
+
+def _gauss_terms(eps, mu):
+    a = _ndtr(-eps / mu + mu / 2)
+    b = jnp.exp(eps + _log_ndtr(-eps / mu - mu / 2))
+    return a, b
+
+
+def _gauss_margins(eps, mu):
+    """Relative error allowances of the two terms of :func:`_gauss_terms`.
+
+    The arguments z = -eps/mu -+ mu/2 carry an absolute rounding error of a few ulps of
+    |eps/mu| + mu/2; Phi and log Phi turn an argument error e into a relative error of at most
+    e (|z| + 2) (the Mills ratio phi/Phi <= |z| + 2); the exponent eps + log Phi(z) adds a few ulps
+    of |eps| + |log Phi(z)|.  A flat 1e-12 would be too small at eps ~ 1e6 (log Phi ~ -1e6 there).
+    """
+    u = 2.0**-52
+    za, zb = -eps / mu + mu / 2, -eps / mu - mu / 2
+    arg = 4.0 * u * (jnp.abs(eps / mu) + mu / 2 + 1.0)
+    rel_a = _REL + arg * (jnp.abs(za) + 2.0)
+    lnd = _log_ndtr(zb)
+    rel_b = _REL + arg * (jnp.abs(zb) + 2.0) + 4.0 * u * (jnp.abs(eps) + jnp.abs(lnd)) + 1e-14 * jnp.abs(lnd)
+    return rel_a, jnp.expm1(jnp.minimum(rel_b, 1.0))
+
+
+def _gauss_delta_bounds(eps, mu):
+    """(lower, upper) on delta_G(eps) of G_mu, in the log domain (eps may be huge)."""
+    a, b = _gauss_terms(eps, mu)
+    ra, rb = _gauss_margins(eps, mu)
+    lo = jnp.clip(a * (1 - ra) - b * (1 + rb), 0.0, 1.0)
+    up = jnp.clip(a * (1 + ra) - b * (1 - rb), 0.0, 1.0)
+    return lo, up
+
+
+def _gauss_eps_bounds(delta, mu, iters: int = 120):
+    """(lower, upper) on eps_G(delta) >= 0 of G_mu, by bisection on the bounds of delta_G.
+
+    Upper: a point where the upper bound on delta_G is <= delta.  Lower: a point where the lower
+    bound is > delta (or 0).  Both are constants for autodiff; see :func:`_implicit`.
+    """
+    delta = jax.lax.stop_gradient(delta)
+    mu = jax.lax.stop_gradient(mu)
+    top = mu * mu / 2 + 45.0 * mu + 1.0  # delta_G(top) < Phi(-45) ~ 1e-443: below any delta
+
+    def body(_, c):
+        lo_a, hi_a, lo_b, hi_b = c
+        mid_a, mid_b = 0.5 * (lo_a + hi_a), 0.5 * (lo_b + hi_b)
+        big_a = _gauss_delta_bounds(mid_a, mu)[1] > delta  # upper-bound search
+        big_b = _gauss_delta_bounds(mid_b, mu)[0] > delta  # lower-bound search
+        return (jnp.where(big_a, mid_a, lo_a), jnp.where(big_a, hi_a, mid_a),
+                jnp.where(big_b, mid_b, lo_b), jnp.where(big_b, hi_b, mid_b))
+
+    z = jnp.zeros_like(mu)
+    _, hi, lo, _ = jax.lax.fori_loop(0, iters, body, (z, top + z, z, top + z))
+    hi = jnp.where(_gauss_delta_bounds(z, mu)[1] <= delta, 0.0, hi)
+    return lo, hi
+
+
+def _implicit(e, delta, mu):
+    """``e`` (a root of delta_G(., mu) = delta, as a constant) with the implicit-function gradient."""
+    e = jax.lax.stop_gradient(e)
+    a, b = _gauss_terms(e, mu)
+    g = a - b - delta
+    dg = jax.lax.stop_gradient(-b)
+    dg = jnp.where(dg < 0, dg, -1.0)
+    return e - (g - jax.lax.stop_gradient(g)) / dg
+
+
+def _eps_lower_guard(delta, s, q, t):
+    """Rigorous lower bound on the remove-direction eps_T(delta) (post-processing, see above)."""
+    d, s, q, t = (jax.lax.stop_gradient(x) for x in (delta, s, q, t))
+    # one step, exact: eps_1 = log(1 - q + q e^{eps_G(delta / q; 1/s)})
+    e1, _ = _gauss_eps_bounds(jnp.minimum(d / q, 1.0), 1.0 / s)
+    lb = jnp.logaddexp(jnp.log1p(-jnp.minimum(q, 1.0 - 1e-300)) , jnp.log(q) + e1)
+    lb = jnp.where(q >= 1.0, e1, lb)
+    # m steps all sampled: eps_G(delta / q^m; sqrt(m) / s) + m log q
+    # a few m (the bound's best m grows with T; each costs one bisection)
+    cands = jnp.maximum(jnp.stack([t, jnp.floor(t**0.75), jnp.floor(t**0.5), jnp.floor(t**0.25)]), 1.0)
+    log_ratio = jnp.log(d) - cands * jnp.log(q)
+    em, _ = _gauss_eps_bounds(jnp.exp(jnp.minimum(log_ratio, 0.0)), jnp.sqrt(cands) / s)
+    lbm = jnp.where(log_ratio < 0.0, em + cands * jnp.log(q), 0.0)
+    lb = jnp.maximum(lb, jnp.max(lbm))
+    return jnp.maximum(lb - _REL * jnp.abs(lb), 0.0)
+
+
+def _delta_lower_guard(eps, s, q, t):
+    """Rigorous lower bound on the remove-direction delta_T(eps) (post-processing, see above)."""
+    e, s, q, t = (jax.lax.stop_gradient(x) for x in (eps, s, q, t))
+    ep = jnp.maximum(e, 0.0)
+    # one step: q delta_G(log(1 + (e^eps - 1)/q); 1/s), log(e^eps - (1 - q)) - log q in log form
+    e1 = ep + jnp.log1p(-(1.0 - q) * jnp.exp(-ep)) - jnp.log(q)
+    lb = q * _gauss_delta_bounds(jnp.maximum(e1, 0.0), 1.0 / s)[0]
+    cands = jnp.maximum(jnp.stack([t, jnp.floor(t**0.75), jnp.floor(t**0.5), jnp.floor(t**0.25)]), 1.0)
+    lbm = jnp.exp(cands * jnp.log(q)) * _gauss_delta_bounds(e - cands * jnp.log(q), jnp.sqrt(cands) / s)[0]
+    lb = jnp.maximum(lb, jnp.max(lbm))
+    return jnp.where(e >= 0.0, lb * (1 - _REL), 0.0)
+
+
+def _curve_upper_guard(a, s, q, t, direction):
+    """Rigorous upper bound on the T-step trade-off curve at ``a`` (post-processing, see above)."""
+    s, q, t = (jax.lax.stop_gradient(x) for x in (s, q, t))
+    cands = jnp.maximum(jnp.stack([t, jnp.floor(t**0.75), jnp.floor(t**0.5), jnp.floor(t**0.25), jnp.ones_like(t)]), 1.0)
+    mus = (jnp.sqrt(cands) / s).reshape((-1,) + (1,) * a.ndim)
+    g = _tf_gauss(a[None, ...], mus)
+    g = jnp.minimum(g * (1 + _curve_margin(a[None, ...], mus)), 1.0)
+    qm = jnp.exp(cands * jnp.log(q)).reshape((-1,) + (1,) * a.ndim)
+    if direction == "add":
+        # the add curve is the inverse of the remove curve, and inversion keeps the order:
+        # f_add <= u^{-1} with u(a) = 1 - c (1 - G(a)), u^{-1}(b) = G((b - 1 + c) / c) for b > 1 - c
+        # (G_mu is its own inverse) and no bound (1 - b) below
+        arg = jnp.clip((a[None, ...] - (1.0 - qm)) / qm, 0.0, 1.0)
+        gi = jnp.minimum(_tf_gauss(arg, mus) * (1 + _curve_margin(arg, mus)), 1.0)
+        gi = jnp.where(a[None, ...] > 1.0 - qm, gi, 1.0 - a[None, ...])
+        ub = jnp.min(gi, axis=0)
+        return jnp.minimum(ub * (1 + _REL) + 1e-15, 1.0)
+    ub = jnp.min(1.0 - qm * (1.0 - g), axis=0)
+    g1 = _tf_gauss(a, 1.0 / s) * (1 + _curve_margin(a, 1.0 / s))
+    ub = jnp.minimum(ub, q * g1 + (1.0 - q) * (1.0 - a))
+    return jnp.minimum(ub * (1 + _REL) + 1e-15, 1.0)
+
+
+def _tf_gauss(a, mu):
+    return _ndtr(-_ndtri(a) - mu)
+
+
+def _curve_margin(a, mu):
+    """Relative error allowance of :func:`_tf_gauss`: a few ulps of |Phi^-1(a)| + mu in the
+    argument z, times the Mills ratio bound |z| + 2, plus Phi's own relative error."""
+    zi = jnp.abs(_ndtri(jnp.clip(a, 1e-300, 1.0 - 2.0**-53)))
+    return _REL + 8.0 * 2.0**-52 * (zi + mu + 1.0) * (zi + mu + 2.0)
+
+
 @functools.partial(jax.jit, static_argnames=("direction", "grid", "upper_only"))
 def _eps_core(d, s, q, t, ok, direction, grid, upper_only=False):
     fn = lambda d_, s_, q_, t_: _eps_scalar(d_, s_, q_, t_, direction, grid, upper_only)  # noqa: E731
@@ -99,9 +250,20 @@ def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
     ps = _plds(sigma, q, steps, direction, grid, delta)
     # eps >= 0 by convention (delta(0) <= delta means the guarantee holds at eps = 0)
     up = jnp.maximum(jnp.max(jnp.stack([p.epsilon_upper(delta) for p in ps])), 0.0)
+    # q = 1: the Gaussian with mu = sqrt(T) / sigma, in closed form (no discretisation, no float
+    # floor: finite for any delta > 0)
+    mu = jnp.sqrt(steps) / sigma
+    g_lo, g_hi = _gauss_eps_bounds(delta, mu)
+    gauss = q >= 1.0
+    up = jnp.where(gauss & (g_hi <= up), _implicit(g_hi, delta, mu), up)
+    lb = _eps_lower_guard(delta, sigma, q, steps) if direction != "add" else jnp.zeros_like(up)
+    lb = jnp.where(gauss, jnp.maximum(lb, g_lo), lb)
+    # a pessimistic value below a rigorous lower bound is a detected failure
+    up = jnp.where(up < lb, jnp.inf, up)
     if upper_only:  # the plain entry point: skip the lower bound's conversion
         return up, up
     lo = jnp.maximum(jnp.max(jnp.stack([p.epsilon_lower(delta) for p in ps])), 0.0)
+    lo = jnp.minimum(jnp.maximum(lo, lb), up)
     return lo, up
 
 
@@ -109,6 +271,14 @@ def _delta_scalar(eps, sigma, q, steps, direction, grid):
     ps = _plds(sigma, q, steps, direction, grid)
     up = jnp.max(jnp.stack([p.delta_upper(eps) for p in ps]))
     lo = jnp.max(jnp.stack([p.delta_lower(eps) for p in ps]))
+    mu = jnp.sqrt(steps) / sigma
+    g_lo, g_hi = _gauss_delta_bounds(eps, mu)
+    gauss = q >= 1.0
+    up = jnp.where(gauss, jnp.minimum(up, g_hi), up)
+    lb = _delta_lower_guard(eps, sigma, q, steps) if direction != "add" else jnp.zeros_like(up)
+    lb = jnp.where(gauss, jnp.maximum(lb, g_lo), lb)
+    up = jnp.where(up < lb, 1.0, up)
+    lo = jnp.minimum(jnp.maximum(lo, lb), up)
     return lo, up
 
 
@@ -156,6 +326,23 @@ def delta_for_epsilon(epsilon, *, noise_multiplier, sampling_probability, num_st
 
 
 def _tradeoff_scalar_params(a, sigma, q, steps, direction, grid, num_eps):
+    lo_curve, up_curve = _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps)
+    # q = 1: the Gaussian curve G_mu, mu = sqrt(T) / sigma (both directions)
+    mu = jnp.sqrt(steps) / sigma
+    g = _tf_gauss(a, mu)
+    rg = _curve_margin(a, mu)
+    gauss = q >= 1.0
+    lo_curve = jnp.where(gauss, jnp.maximum(lo_curve, g * (1 - rg) - 1e-300), lo_curve)
+    up_curve = jnp.where(gauss, jnp.minimum(up_curve, jnp.minimum(g * (1 + rg) + 1e-300, 1.0 - a)), up_curve)
+    # a lower curve above a rigorous upper bound anywhere is a detected failure: trivial curve
+    ub = _curve_upper_guard(a, sigma, q, steps, direction)
+    bad = jnp.any(lo_curve > ub)
+    lo_curve = jnp.where(bad, 0.0, lo_curve)
+    up_curve = jnp.minimum(jnp.maximum(up_curve, lo_curve), jnp.maximum(ub, lo_curve))
+    return lo_curve, up_curve
+
+
+def _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps):
     ps = _plds(sigma, q, steps, direction, grid)
     if len(ps) == 1:
         p = ps[0]
