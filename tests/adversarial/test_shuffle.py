@@ -36,7 +36,7 @@ TOL = 1e-8  # claimed single-epoch accuracy; the bounds themselves are exact
 def _G(a, mu):
     a = np.asarray(a, np.float64)
     with np.errstate(divide="ignore"):
-        return np.where(a <= 0, 1.0, np.where(a >= 1, 0.0, norm.sf(norm.isf(np.clip(a, 1e-300, 1.0)) + mu)))
+        return np.where(a <= 0, 1.0, np.where(a >= 1, 0.0, norm.cdf(norm.isf(np.clip(a, 1e-300, 1.0)) - mu)))
 
 
 def _gap_lo(sigma, M, E=1):
