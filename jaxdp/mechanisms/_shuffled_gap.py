@@ -207,7 +207,13 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False, with_gap: b
         x = jnp.clip(x - jnp.where(dens > 0, step, 0.0), lo, hi)
     cdf_p, _ = _line_cdf(x, c, w, dw, lp)
     cdf_q, _ = _line_cdf(x, c, w, dw, lq)
-    f = 1.0 - cdf_p if reverse else cdf_q
+    if reverse:
+        # slope -1/t at the threshold t = L(x): the line's absolute cdf error propagates as
+        # err (1 + 1/t), deducted so that f stays a lower bound (see shuffled._tradeoff_impl)
+        t = 1.0 + x / sqrt_m
+        f = jnp.where(t > 0.0, 1.0 - cdf_p - _law.CDF_ERR * (1.0 + 1.0 / jnp.where(t > 0.0, t, 1.0)), -1.0)
+    else:
+        f = cdf_q
     # checks at the threshold
     cx = c * x
     trunc = jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1])) + cx
@@ -218,14 +224,17 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False, with_gap: b
     ok_a = (trunc < _LOG_TRUNC_CURVE) & (amp < _LOG_AMP) & (alias < _LOG_ALIAS) & reach & jnp.isfinite(f)
     edge = (a <= 0.0) | (a >= 1.0)
     ok_a = jnp.where(edge, True, ok_a & inner)
-    f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, jnp.clip(f, 0.0, 1.0 - a)))
-    ok = jnp.all(ok_a) & ~_law._use_laplace(s, m, v, N_TALBOT)
+    f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, jnp.minimum(f, 1.0 - a)))
+    f = _law.guard_curve(a, f, s, m)
+    ok_a = ok_a & jnp.isfinite(f)
+    ok = jnp.all(ok_a) & ~_law._use_laplace(s, m, v, N_TALBOT) & (s <= 1.0 / _law.SIGMA_MIN)
     if not with_gap:
         return f, ok
     gap = _gap_sum(c, w, dw, lp, lq)
     ok0 = (jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1])) < _LOG_TRUNC_CURVE)
     ok0 = ok0 & (jnp.maximum(jnp.real(lp[0]), jnp.real(lq[0])) < _LOG_AMP) & jnp.isfinite(gap)
-    return f, jnp.clip(gap, 0.0, 1.0), ok & ok0
+    gap = _law.guard_gap(jnp.clip(gap, 0.0, 1.0), s, m)
+    return f, gap, ok & ok0 & jnp.isfinite(gap)
 
 
 def tv_gap(sigma, m, *, nz: int = 320):
@@ -243,7 +252,7 @@ def tv_gap(sigma, m, *, nz: int = 320):
     use_talbot = _law._use_laplace(s, m, v, N_TALBOT) | (~ok_line & spread)
     g_tal = _talbot_part(s, m, nz)
     g = jnp.where(use_talbot, g_tal, g_line)
-    ok = use_talbot | ok_line
+    ok = (use_talbot | ok_line) & (s <= 1.0 / _law.SIGMA_MIN)
     return jnp.where(ok, jnp.clip(g, 0.0, 1.0), jnp.nan)
 
 

@@ -35,6 +35,15 @@ import numpy as np
 from jax.scipy.special import ndtri
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
+
+#: Smallest noise multiplier the numerical law is validated for.  phi_Y(u) = E e^{iuY} is a
+#: trapezoid rule over z in [-9.5, 2s + 9.5] (s = 1/sigma) on a contour whose analytic strip has
+#: half-width ~pi/(4s) (pi/(2s) centred), so with nz nodes its geometric rate is about
+#: exp(-pi^2 nz / (2 s (2s + 19))): ~1e-8 at sigma = 0.3 with nz = 320, 1e-3 at sigma = 0.1; below
+#: sigma ~ 0.07 y = e^{sz - s^2/2} overflows at the upper nodes.  The transform is then wrong
+#: while decaying fast, so the resolution checks pass: at sigma = 0.05 the gap came out as 0.
+#: Every direct function returns NaN below it; jaxdp.shuffle falls back to its closed-form bounds.
+SIGMA_MIN = 0.3
 _N_PROBE = 128
 _LOG_TAIL_SUPPRESSION = 24.0  # alpha * W: wrap-around of the right tail damped by e^-24
 
@@ -514,7 +523,9 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     # (safe denominators: the untaken branch's derivative would otherwise be NaN in reverse mode)
     ratio_p = jnp.clip(jnp.where(jp > 0, bp / jnp.where(jp > 0, jp, 1.0), 1.0), 0.2, 5.0)
     ratio_q = jnp.clip(jnp.where(jq > 0, bq / jnp.where(jq > 0, jq, 1.0), 1.0), 0.2, 5.0)
-    resolved = sel(diag_log <= _CHEB_TOL, nyq <= _FFT_TOL)
+    # below SIGMA_MIN the trapezoid rule for phi_Y has not converged (and y overflows): neither
+    # resolution diagnostic sees that, since a wrong transform can still decay fast
+    resolved = sel(diag_log <= _CHEB_TOL, nyq <= _FFT_TOL) & (s <= 1.0 / SIGMA_MIN)
     return GridLaw(
         lo=sel(xi_lo, x_lo),
         h=sel(h_log, hf),
@@ -616,3 +627,68 @@ def invert_sf(law: GridLaw, a, which: str):
         step = jnp.where(slope != 0, (val - a) / jnp.where(slope != 0, slope, 1.0), 0.0)
         pos = jnp.clip(pos - step, i - 2.0, i + 1.0)
     return _to_x(law, law.lo + pos * law.h)
+
+
+# ---------------------------------------------------------------- closed-form envelope (guards)
+
+#: Claimed accuracy of the single-epoch values: a computed curve or gap within this of a rigorous
+#: bound that it crosses is moved onto the bound (the truth lies on the bound's side, so the moved
+#: value is no farther from it); farther out it is a detected failure (NaN).
+ENVELOPE_TOL = 1e-8
+#: Absolute cdf error of the tables and of the Fourier line (measured ~1e-11, see
+#: docs/shuffle_exact.md; ten times that as the allowance); Laplace tables use 10 x their
+#: Chebyshev diagnostic when larger.
+CDF_ERR = 1e-10
+
+
+def gaussian_curve(a, mu):
+    """G_mu(a) = Phi(-Phi^{-1}(a) - mu), exact at a = 0 and 1 (finite derivatives there)."""
+    inner = (a > 0.0) & (a < 1.0)
+    g = jax.scipy.special.ndtr(-ndtri(jnp.where(inner, a, 0.5)) - mu)
+    return jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, g))
+
+
+def gap_envelope(s, m, e=1.0):
+    """Rigorous (lower, upper) bounds on the gap sup_a(1 - a - f(a)) of e epochs (both directions).
+
+    Lower: the linear test on the sum of coordinates, G_{sqrt(e) s / sqrt(M)} (its TV is
+    2 Phi(mu / 2) - 1; composing the per-epoch bound f <= G is monotone).  Upper: knowing the round
+    (post-processing) gives the Gaussian G_{sqrt(e) s}; chi^2(Q || P) = v / M per epoch, so
+    TV <= sqrt(chi^2_e) / 2 with 1 + chi^2_e = (1 + v / M)^e.
+    """
+    nd = jax.scipy.special.ndtr
+    se = jnp.sqrt(e) * s
+    lo = 2.0 * nd(0.5 * se / jnp.sqrt(m)) - 1.0
+    chi2 = jnp.expm1(e * jnp.log1p(jnp.expm1(s * s) / m))
+    up = jnp.minimum(2.0 * nd(0.5 * se) - 1.0, 0.5 * jnp.sqrt(chi2))
+    return lo, jnp.clip(up, lo, 1.0)
+
+
+def curve_envelope(a, s, m, e=1.0):
+    """Rigorous (floor, ceiling) of the e-epoch trade-off curve, either direction.
+
+    Ceiling: the linear test, f <= G_{sqrt(e) s / sqrt(M)}.  Floor: knowing the round,
+    f >= G_{sqrt(e) s}, and f >= 1 - a - TV with TV below :func:`gap_envelope`'s upper bound.
+    """
+    _, tv_up = gap_envelope(s, m, e)
+    ceil = gaussian_curve(a, jnp.sqrt(e) * s / jnp.sqrt(m))
+    floor = jnp.maximum(gaussian_curve(a, jnp.sqrt(e) * s), 1.0 - a - tv_up)
+    return jnp.clip(floor, 0.0, ceil), ceil
+
+
+def guard_curve(a, f, s, m):
+    """A computed single-epoch curve checked against :func:`curve_envelope`.
+
+    Below the floor it is raised to it (max of two lower bounds); above the ceiling by more than
+    ``ENVELOPE_TOL`` it is a detected failure (NaN), within it it is set to the ceiling.
+    """
+    floor, ceil = curve_envelope(a, s, m)
+    bad = f > ceil + ENVELOPE_TOL
+    return jnp.where(bad, jnp.nan, jnp.clip(f, floor, ceil))
+
+
+def guard_gap(g, s, m):
+    """A computed single-epoch gap checked against :func:`gap_envelope` (NaN below it by > tol)."""
+    lo, up = gap_envelope(s, m)
+    bad = g < lo - ENVELOPE_TOL
+    return jnp.where(bad, jnp.nan, jnp.clip(g, lo, up))

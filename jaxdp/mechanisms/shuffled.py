@@ -253,13 +253,24 @@ def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     else:
         x = _law.invert_sf(law, a, "q_cdf")
         _, sp, _, _ = _law.cdf_sf_at(law, x)
-        f = jnp.where(a <= law.cdf_q[0], 1.0, jnp.where(a >= law.cdf_q[law.n_used - 1], 0.0, sp))
+        # The reverse curve has slope -1/t at the threshold t = L(x) (a = Q(L <= t), f = P(L > t)),
+        # unbounded as a -> 0: an absolute cdf error err moves f by up to err (1 + 1/t).  The table
+        # knows the Q-cdf only to err absolutely, so its lower tail (a of the order of err) gave
+        # f far above the truth (sigma = 0.3, M = 2, a = 1e-10: 0.9999998 > the linear test's
+        # 0.9999689).  Deducting the propagated error keeps f a lower bound; where it leaves
+        # nothing the closed-form floor (knowing the round: G_{1/sigma}) takes over in the guard.
+        err = jnp.where(law.log_axis, jnp.maximum(10.0 * law.diag, _law.CDF_ERR), _law.CDF_ERR)
+        t = 1.0 + x / law.sqrt_m
+        f_rev = jnp.where(t > 0.0, sp - err * (1.0 + 1.0 / jnp.where(t > 0.0, t, 1.0)), -1.0)
+        # below the first table entry nothing is known but the floor
+        f = jnp.where(a <= law.cdf_q[0], -1.0, jnp.where(a >= law.cdf_q[law.n_used - 1], 0.0, f_rev))
         exact = ndtr(-ndtri(a) - s)  # G_mu is symmetric
         beyond = a > law.cdf_q[law.n_used - 1]
     f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, f))
     weak_tail = beyond & ~law.log_axis & (law.sf_q[law.n_used - 1] > _HANDOVER_MASS)
     bad = ~law.resolved | weak_tail
-    return jnp.where(is_one, exact, jnp.where(bad, jnp.nan, jnp.clip(f, 0.0, 1.0 - a)))
+    f = _law.guard_curve(a, jnp.minimum(f, 1.0 - a), s, m_safe)
+    return jnp.where(is_one, exact, jnp.where(bad, jnp.nan, f))
 
 
 def tradeoff(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
@@ -367,13 +378,14 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, return_gap: bool = Fa
 @partial(jax.jit, static_argnames=("grid_size", "upsample", "quad_nodes"))
 def _tv_impl(sigma, m, grid_size, upsample, quad_nodes):
     cp, sp, cq, sq = _cdf_sf(sigma, m, jnp.zeros(()), grid_size, upsample, quad_nodes, 1e-10)
-    return sq - sp
+    return jnp.where(m == 1.0, sq - sp, _law.guard_gap(sq - sp, 1.0 / sigma, jnp.where(m == 1.0, 2.0, m)))
 
 
 @partial(jax.jit, static_argnames=("quad_nodes",))
 def _tv_contour_impl(sigma, m, quad_nodes):
     is_one = m == 1.0
-    g = _gap.tv_gap(sigma, jnp.where(is_one, 2.0, m), nz=quad_nodes)
+    m_safe = jnp.where(is_one, 2.0, m)
+    g = _law.guard_gap(_gap.tv_gap(sigma, m_safe, nz=quad_nodes), 1.0 / sigma, m_safe)
     return jnp.where(is_one, 2.0 * ndtr(0.5 / sigma) - 1.0, g)  # M = 1: TV of G_{1/sigma}
 
 
