@@ -64,12 +64,15 @@ SUCCESSFUL = 0
 INFEASIBLE = 1
 MAX_STEPS = 2
 NONFINITE = 3
+AT_LIMIT = 4
 
 RESULTS = {
     SUCCESSFUL: "successful",
     INFEASIBLE: "infeasible: no value in the allowed range meets the target",
     MAX_STEPS: "max_steps reached before the tolerance (the value is feasible but may not be tight)",
     NONFINITE: "nan: an input was invalid or the function returned NaN",
+    AT_LIMIT: ("at the range limit: the limit itself meets the target, so the extreme feasible value may lie "
+               "beyond it (the value is the feasible limit; widen the range)"),
 }
 
 # Default calibration grid for the PLD accountants: certified like every grid, ~10x cheaper than
@@ -136,7 +139,9 @@ def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, up
     f64 = jnp.float64
     target = jnp.asarray(target, f64)
     sgn = 1.0 if decreasing else -1.0
-    xlo_lim, xhi_lim = float(min(lower_limit, upper_limit)), float(max(lower_limit, upper_limit))
+    # limits may be traced (the certificate solves from the answer of the search outward)
+    xlo_lim = jnp.minimum(jnp.asarray(lower_limit, f64), jnp.asarray(upper_limit, f64))
+    xhi_lim = jnp.maximum(jnp.asarray(lower_limit, f64), jnp.asarray(upper_limit, f64))
 
     def x_of_v(v):
         x = _to_x(sgn * v, log_scale)
@@ -218,7 +223,11 @@ def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, up
         ph = s["phase"]
         # ---- record -----------------------------------------------------------------------------
         # phase 0 / 1
-        s0 = dict(s, fa=f, phase=jnp.asarray(1, jnp.int32), v=s["vb"])
+        # the first end already at the feasible-side limit and feasible: that limit is the answer
+        # (by monotonicity the other end adds nothing), one evaluation; NaN there: stop
+        done0 = (f <= 0) & (s["va"] <= vmin)
+        st0_ = jnp.where(jnp.isnan(f), NONFINITE, jnp.where(done0, SUCCESSFUL, _RUNNING)).astype(jnp.int32)
+        s0 = dict(s, fa=f, phase=jnp.asarray(1, jnp.int32), v=s["vb"], status=st0_, at_limit=done0)
         s1 = after_bracket_phase(dict(s, fb=f))
         # phase 2: the evaluated point becomes a bracket end
         up = s["up"]
@@ -295,19 +304,61 @@ def _implicit_jvp(fn, primals, tangents):
 
 
 def _solve_traced(fn, target, params, lower, upper, *, decreasing, lower_limit, upper_limit, log_scale,
-                  integer, rtol, atol, max_steps, max_expand, growth):
+                  integer, rtol, atol, max_steps, max_expand, growth, certify_fn=None, certify_margin=0.0,
+                  report_limit=False):
+    """Solve, then (``certify_fn``) re-check the answer with the function it must be feasible for.
+
+    ``certify_fn``: the public accountant at the grid the user checks with, when the search ran on a
+    cheaper grid.  It is evaluated once at the search's answer; if that answer fails it, a second
+    solve of ``certify_fn <= target`` runs from the answer toward the safe side (its range starts at
+    the answer), so the value returned always satisfies ``certify_fn``, or is NaN with the code of
+    the failure.  Implicit gradients use ``fn`` (the search function) at the returned value.
+    ``certify_margin``: the certificate asks ``certify_fn <= target (1 - certify_margin)``, so that
+    float-level differences between the traced evaluation here and the user's own call (the PLD
+    accountant's number moves by ~1e-5 relative with the batch shape it is called with) cannot put
+    the returned value on the infeasible side of the user's check.
+    ``report_limit``: a feasible range limit is not a domain edge here (e.g. sigma_range[0]): give
+    the code AT_LIMIT instead of SUCCESSFUL.
+    """
     sg = jax.lax.stop_gradient
+    kw = dict(log_scale=log_scale, integer=integer, rtol=rtol, atol=atol, max_steps=max_steps,
+              max_expand=max_expand, growth=growth)
     x, x_oth, result, n_it, n_exp, res, at_limit = _solve_impl(
         fn, sg(target), jax.tree_util.tree_map(sg, params), sg(lower), sg(upper), decreasing=decreasing,
-        lower_limit=lower_limit, upper_limit=upper_limit, log_scale=log_scale, integer=integer, rtol=rtol,
-        atol=atol, max_steps=max_steps, max_expand=max_expand, growth=growth)
+        lower_limit=lower_limit, upper_limit=upper_limit, **kw)
+    stats = dict(num_steps=n_it, num_expand=n_exp, infeasible_end=x_oth, residual=res)
+    if certify_fn is not None:
+        xs = sg(x)  # NaN where the search failed: the certificate stops at its first evaluation
+        if decreasing:
+            c_lo, c_hi, lo_, hi_ = xs, upper_limit, xs, (xs + 1.0 if integer else xs * (1.0 + 1e-3))
+        else:
+            c_lo, c_hi, lo_, hi_ = lower_limit, xs, (xs - 1.0 if integer else xs * (1.0 - 1e-3)), xs
+        # the certificate's own solve stops at 1e-7 relative: its grid is the expensive one, and the
+        # discretised eps has kinks that slow the last digits, far below the bracket width of eps
+        kwc = dict(kw, rtol=max(rtol, 1e-7))
+        xc, xc_oth, rc, n_itc, n_expc, resc, passed = _solve_impl(
+            certify_fn, sg(target) * (1.0 - certify_margin), jax.tree_util.tree_map(sg, params), lo_, hi_,
+            decreasing=decreasing,
+            lower_limit=c_lo, upper_limit=c_hi, **kwc)
+        searched = (result == SUCCESSFUL) | (result == MAX_STEPS)
+        # passed: the certificate's first evaluation, at the answer itself, was feasible
+        moved = searched & ~passed
+        result = jnp.where(searched, jnp.where(rc == SUCCESSFUL, result, rc), result).astype(jnp.int32)
+        x = jnp.where(moved, xc, x)
+        # an answer the certificate moved is no longer held at the search's range limit
+        at_limit = at_limit & ~moved
+        stats = dict(stats, infeasible_end=jnp.where(moved, xc_oth, x_oth), residual=jnp.where(searched, resc, res),
+                     certificate_steps=n_itc + n_expc + 1, certificate_moved=moved)
+    good = (result == SUCCESSFUL) | (result == MAX_STEPS)
+    if report_limit:
+        result = jnp.where(good & at_limit, AT_LIMIT, result).astype(jnp.int32)
+    stats["at_limit"] = at_limit
     if integer:
         value = x
         root = x
     else:
         value = _implicit(fn, x, at_limit, jnp.asarray(target, jnp.float64), params)
         root = value
-    stats = dict(num_steps=n_it, num_expand=n_exp, infeasible_end=x_oth, residual=res)
     return Solution(value=value, root=root, result=result, stats=stats)
 
 
@@ -422,22 +473,141 @@ _SIGMA_LIMITS = (1e-2, 1e4)
 
 
 # ------------------------------------------------------------------------------------------------
+# rigorous lower bounds: a cheap consistency guard on every accountant number the solver reads
+# ------------------------------------------------------------------------------------------------
+#
+# An accountant's eps (or gap) is an upper bound on the truth, so it can never lie below a rigorous
+# lower bound on the truth.  Where it does, that number is provably unsound (an overflowed tail, a
+# law that was not resolved, a failure read as 0) and the solver must not read it as "feasible":
+# the guarded function returns +inf there (the infeasible side), so the search moves to parameters
+# where the accountant is consistent, or ends INFEASIBLE.  The bounds are tests on a statistic of
+# the output (post-processing), so each is valid for the whole composition.
+
+_K_GRID = np.unique(np.round(np.geomspace(1.0, 1e7, 96))).astype(np.float64)
+_Z_GRID = np.linspace(-8.0, 4.0, 49)
+
+
+def _log_sub(la, lb):
+    """log(e^la - e^lb) for la > lb (-inf otherwise)."""
+    d = jnp.minimum(lb - la, 0.0)
+    return jnp.where(lb < la, la + jnp.log(-jnp.expm1(d)), -jnp.inf)
+
+
+def _poisson_remove_delta_lower(eps, sigma, q, steps):
+    r"""Rigorous lower bound on the T-step remove-direction hockey-stick divergence at ``eps``.
+
+    Test: "at least k of the T outputs exceed c" (a post-processing of the T outputs).  Under the
+    pair with the example each output exceeds c independently with probability
+    p1 = (1 - q) Phi(-c/s) + q Phi((1 - c)/s), without it p0 = Phi(-c/s), so
+    delta_T(eps) >= P[Bin(T, p1) >= k] - e^eps P[Bin(T, p0) >= k]
+                 >= pmf(k; T, p1) - e^eps exp(-T KL(k/T || p0))       (Chernoff, k/T >= p0),
+    maximised over a fixed grid of thresholds c = 1 + s z and counts k <= T.  In the log domain,
+    so it stays meaningful where e^eps overflows (eps in the thousands, tiny sigma).
+    """
+    from jax.scipy.special import gammaln, log_ndtr
+
+    sg = jax.lax.stop_gradient
+    eps, sigma, q, steps = sg(eps), sg(sigma), sg(q), sg(steps)
+    z = jnp.asarray(_Z_GRID)[:, None]
+    k = jnp.asarray(_K_GRID)[None, :]
+    c = 1.0 + sigma * z
+    lp0, l1p0 = log_ndtr(-c / sigma), log_ndtr(c / sigma)
+    l1mq = jnp.log1p(-jnp.minimum(q, 1.0))
+    lq = jnp.log(q)
+    lp1 = jnp.logaddexp(l1mq + lp0, lq + log_ndtr((1.0 - c) / sigma))
+    l1p1 = jnp.logaddexp(l1mq + l1p0, lq + log_ndtr((c - 1.0) / sigma))
+    kk = jnp.minimum(k, steps)
+    lchoose = gammaln(steps + 1.0) - gammaln(kk + 1.0) - gammaln(steps - kk + 1.0)
+    l_pmf1 = lchoose + kk * lp1 + (steps - kk) * l1p1
+    a = kk / steps
+    # T KL(a || p0) = k (log a - log p0) + (T - k) (log(1 - a) - log(1 - p0)); its (T - k) term is 0 at k = T
+    tkl = kk * (jnp.log(a) - lp0) + jnp.where(kk < steps, (steps - kk) * (jnp.log1p(-jnp.minimum(a, 1.0 - 1e-16)) - l1p0), 0.0)
+    l_tail0 = jnp.where(a >= jnp.exp(lp0), -tkl, 0.0)
+    ld = _log_sub(l_pmf1, eps + l_tail0)
+    return jnp.exp(jnp.max(ld))
+
+
+def _gaussian_delta_lower(eps, mu):
+    """delta(eps) of G_mu (Dong, Roth & Su 2022, Cor. 2.13), in the log domain (eps may be large)."""
+    from jax.scipy.special import log_ndtr
+
+    la = log_ndtr(-eps / mu + mu / 2)
+    lb = eps + log_ndtr(-eps / mu - mu / 2)
+    return jnp.exp(_log_sub(la, lb))
+
+
+def _consistent_eps(eps_acc, delta, delta_lower):
+    """eps_acc >= the truth's lower bound  <=>  the lower bound on delta at eps_acc is <= delta.
+
+    The 1e-6 relative slack covers the float error of the bound (gammaln of 1e7, log_ndtr); the
+    guard only has to catch gross failures (the 709-overflow class), not 1e-6 effects.
+    """
+    sg = jax.lax.stop_gradient
+    return jnp.isnan(eps_acc) | (delta_lower <= sg(delta) * (1.0 + 1e-6))
+
+
+def _guard(value, consistent):
+    """+inf (infeasible) where the accountant's number is provably below the truth; NaN stays NaN."""
+    return jnp.where(consistent, value, jnp.inf)
+
+
+def _shuffle_mu_linear(sigma, m, epochs):
+    """mu of the linear test on the sum of each epoch's coordinates: f <= G_{sqrt(E) / (sigma sqrt(M))}."""
+    return jnp.sqrt(epochs) / (sigma * jnp.sqrt(m))
+
+
+def _shuffle_gap_lower(sigma, m, epochs):
+    """Linear-test lower bound on the E-epoch shuffled gap: 2 Phi(mu / 2) - 1 (shuffle spec, section 2)."""
+    from jax.scipy.special import erf
+
+    sg = jax.lax.stop_gradient
+    mu = _shuffle_mu_linear(sg(sigma), sg(m), sg(epochs))
+    return erf(mu / (2.0 * math.sqrt(2.0)))
+
+
+# ------------------------------------------------------------------------------------------------
 # Poisson: noise multiplier and epochs
 # ------------------------------------------------------------------------------------------------
 
 
 def _poisson_eps(direction, grid):
+    """The public accountant's eps (same function, same grid policy), guarded by a rigorous lower bound."""
     from . import poisson
 
     def fn(sigma, p):
         delta, q, steps = p
-        return poisson.epsilon_for_delta(delta, noise_multiplier=sigma, sampling_probability=q,
-                                         num_steps=steps, direction=direction, grid=grid)
+        eps = poisson.epsilon_for_delta(delta, noise_multiplier=sigma, sampling_probability=q,
+                                        num_steps=steps, direction=direction, grid=grid)
+        if direction == "add":  # the lower bound is the remove direction's (the add eps is <= T log(1/(1-q)))
+            return eps
+        lb = _poisson_remove_delta_lower(eps, sigma, q, steps)
+        return _guard(eps, _consistent_eps(eps, delta, lb))
 
     return fn
 
 
-_OPTS = ("rtol", "max_steps", "direction", "grid", "sigma_range")
+def _search_grid(grid, search_grid):
+    """The grid the search runs on: ``search_grid``, or the cheaper CALIBRATION_GRID when ``grid`` is larger.
+
+    Only a search accelerator: the answer is then certified by the public accountant on ``grid``
+    itself (one evaluation, more only if the answer must move), so the policy that decides
+    feasibility is exactly the one of ``jaxdp.poisson.epsilon_for_delta(..., grid=grid)``.
+    """
+    if search_grid is not None:
+        return search_grid
+    return CALIBRATION_GRID if grid.size > CALIBRATION_GRID.size else grid
+
+
+# relative margin of the certificate: 10x the batch-shape dependence of the default-grid eps seen at
+# issue 20's class-7 point (a vmapped and a scalar call differed by 7.5e-6 relative there)
+_CERTIFY_MARGIN = 1e-4
+
+
+def _certifier(direction, grid, search):
+    return None if search == grid else _poisson_eps(direction, grid)
+
+
+_OPTS = ("rtol", "max_steps", "direction", "grid", "search_grid", "sigma_range")
 
 
 def _gdp_delta(eps, mu):
@@ -459,26 +629,34 @@ def _poisson_sigma_guess(eps, delta, q, steps):
 
 
 @functools.partial(jax.jit, static_argnames=_OPTS)
-def _poisson_sigma_core(eps, delta, q, steps, *, rtol, max_steps, direction, grid, sigma_range):
-    fn = _poisson_eps(direction, grid)
+def _poisson_sigma_core(eps, delta, q, steps, *, rtol, max_steps, direction, grid, search_grid, sigma_range):
+    fn = _poisson_eps(direction, search_grid)
+    cert = _certifier(direction, grid, search_grid)
 
     def one(e, d, q_, t_):
         s0 = _poisson_sigma_guess(e, d, q_, t_)
         return _solve_traced(fn, e, (d, q_, t_), s0 / 1.25, s0 * 1.25, decreasing=True, lower_limit=sigma_range[0],
                              upper_limit=sigma_range[1], log_scale=True, integer=False, rtol=rtol, atol=0.0,
-                             max_steps=max_steps, max_expand=64, growth=2.0)
+                             max_steps=max_steps, max_expand=64, growth=2.0, certify_fn=cert,
+                             certify_margin=_CERTIFY_MARGIN, report_limit=True)
 
     return _batched(one, eps, delta, q, steps)
 
 
 def poisson_noise_multiplier(epsilon, delta, *, sampling_probability, num_steps, direction="both",
-                             grid=CALIBRATION_GRID, rtol=1e-10, max_steps=100, sigma_range=_SIGMA_LIMITS,
-                             throw=True) -> Solution:
+                             grid=_pld.DEFAULT_GRID, rtol=1e-10, max_steps=100, sigma_range=_SIGMA_LIMITS,
+                             throw=True, search_grid=None) -> Solution:
     r"""Smallest noise multiplier with certified :math:`\varepsilon(\delta) \le` ``epsilon`` (Poisson DP-SGD).
 
-    Solves ``jaxdp.poisson.epsilon_for_delta(delta, noise_multiplier=sigma, ...) <= epsilon`` over
-    sigma in ``sigma_range``.  Broadcasts over all numeric arguments; jit/vmap-able; gradients in
-    ``epsilon``, ``delta`` and ``sampling_probability`` by the implicit-function theorem.
+    Solves ``jaxdp.poisson.epsilon_for_delta(delta, noise_multiplier=sigma, ..., grid=grid) <= epsilon``
+    over sigma in ``sigma_range``: the returned sigma is feasible by the public accountant's own
+    number at ``grid`` (default: the accountant's default grid).  The search runs on ``search_grid``
+    (default: :data:`CALIBRATION_GRID` when ``grid`` is larger, else ``grid``) and its answer is
+    then certified on ``grid``, moving up if it fails there.  Every accountant number read is
+    checked against a rigorous lower bound (a test on the T outputs); a provably low number counts
+    as infeasible.  A feasible ``sigma_range[0]`` gives the code AT_LIMIT (raised eagerly).
+    Broadcasts over all numeric arguments; jit/vmap-able; gradients in ``epsilon``, ``delta`` and
+    ``sampling_probability`` by the implicit-function theorem (of the search-grid eps).
 
     Example:
       >>> sol = poisson_noise_multiplier(1.0, 1e-5, sampling_probability=0.01, num_steps=1000)
@@ -493,22 +671,29 @@ def poisson_noise_multiplier(epsilon, delta, *, sampling_probability, num_steps,
     ok = jnp.broadcast_to(oke & okd & okq & okt, jnp.broadcast_shapes(e.shape, d.shape, q.shape, t.shape))
     sol = _poisson_sigma_core(jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), jnp.where(okq, q, 0.5),
                               jnp.where(okt, t, 1.0), rtol=rtol, max_steps=max_steps, direction=direction,
-                              grid=grid, sigma_range=tuple(sigma_range))
+                              grid=grid, search_grid=_search_grid(grid, search_grid), sigma_range=tuple(sigma_range))
     return _finalize(sol, ok, throw, "poisson noise_multiplier calibration")
 
 
-@functools.partial(jax.jit, static_argnames=("direction", "grid", "max_epochs"))
-def _poisson_epochs_core(eps, delta, sigma, q, spe, *, direction, grid, max_epochs):
-    fn0 = _poisson_eps(direction, grid)
+@functools.partial(jax.jit, static_argnames=("direction", "grid", "search_grid", "max_epochs"))
+def _poisson_epochs_core(eps, delta, sigma, q, spe, *, direction, grid, search_grid, max_epochs):
+    def in_epochs(fn0):
+        if fn0 is None:
+            return None
 
-    def fn(epochs, p):
-        d, s, q_, spe_ = p
-        return fn0(s, (d, q_, epochs * spe_))
+        def fn(epochs, p):
+            d, s, q_, spe_ = p
+            return fn0(s, (d, q_, epochs * spe_))
+        return fn
+
+    fn = in_epochs(_poisson_eps(direction, search_grid))
+    cert = in_epochs(_certifier(direction, grid, search_grid))
 
     def one(e, d, s, q_, spe_):
         return _solve_traced(fn, e, (d, s, q_, spe_), 1.0, 2.0, decreasing=False, lower_limit=1.0,
                              upper_limit=float(max_epochs), log_scale=True, integer=True, rtol=0.0, atol=0.0,
-                             max_steps=100, max_expand=64, growth=2.0)
+                             max_steps=100, max_expand=64, growth=2.0, certify_fn=cert,
+                             certify_margin=_CERTIFY_MARGIN, report_limit=True)
 
     return _batched(one, eps, delta, sigma, q, spe)
 
@@ -516,6 +701,27 @@ def _poisson_epochs_core(eps, delta, sigma, q, spe, *, direction, grid, max_epoc
 # ------------------------------------------------------------------------------------------------
 # shuffling: the accountant is jaxdp.shuffle (resolved at call time)
 # ------------------------------------------------------------------------------------------------
+
+
+def _shuffle_eps_guarded(eps_fn):
+    """jaxdp.shuffle.epsilon_for_delta (its own default grid, as the public call), guarded by the linear test."""
+    def fn(d, sigma, m, e_):
+        eps = eps_fn(d, noise_multiplier=sigma, num_rounds=m, num_epochs=e_)
+        lb = _gaussian_delta_lower(jax.lax.stop_gradient(eps), _shuffle_mu_linear(*jax.lax.stop_gradient((sigma, m, e_))))
+        return _guard(eps, _consistent_eps(eps, d, lb))
+    return fn
+
+
+def _shuffle_gap_guarded(gap_fn, method):
+    """jaxdp.shuffle.delta_gap; for the bounds ("exact", "berry_esseen") a gap below the linear-test
+    lower bound (a failure read as 0, say) counts as infeasible, never as "feasible"."""
+    def fn(sigma, m, e_):
+        g = gap_fn(noise_multiplier=sigma, num_rounds=m, num_epochs=e_, method=method)
+        if method not in ("exact", "berry_esseen"):  # approximations (documented as such)
+            return g
+        lb = _shuffle_gap_lower(sigma, m, e_)
+        return _guard(g, jnp.isnan(g) | (jax.lax.stop_gradient(g) >= lb * (1.0 - 1e-9) - 1e-12))
+    return fn
 
 
 def _shuffle_attr(name):
@@ -531,14 +737,16 @@ def _shuffle_attr(name):
 
 @functools.partial(jax.jit, static_argnames=("eps_fn", "rtol", "max_steps", "sigma_range"))
 def _shuffle_sigma_core(eps, delta, m, epochs, *, eps_fn, rtol, max_steps, sigma_range):
+    fn0 = _shuffle_eps_guarded(eps_fn)
+
     def fn(sigma, p):
         d, m_, e_ = p
-        return eps_fn(d, noise_multiplier=sigma, num_rounds=m_, num_epochs=e_)
+        return fn0(d, sigma, m_, e_)
 
     def one(e, d, m_, ep):
         return _solve_traced(fn, e, (d, m_, ep), 0.5, 2.0, decreasing=True, lower_limit=sigma_range[0],
                              upper_limit=sigma_range[1], log_scale=True, integer=False, rtol=rtol, atol=0.0,
-                             max_steps=max_steps, max_expand=64, growth=2.0)
+                             max_steps=max_steps, max_expand=64, growth=2.0, report_limit=True)
 
     return _batched(one, eps, delta, m, epochs)
 
@@ -559,9 +767,11 @@ def shuffle_noise_multiplier(epsilon, delta, *, num_rounds, num_epochs=1, rtol=1
 
 @functools.partial(jax.jit, static_argnames=("gap_fn", "method", "rtol", "max_rounds"))
 def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
+    fn0 = _shuffle_gap_guarded(gap_fn, method)
+
     def fn(m, p):
         s, e_ = p
-        return gap_fn(noise_multiplier=s, num_rounds=m, num_epochs=e_, method=method)
+        return fn0(s, m, e_)
 
     def one(g, s, e_):
         lo = 100.0
@@ -612,41 +822,47 @@ def samples(*, delta_gap, noise_multiplier, batch_size, num_epochs=1, method="ex
 
 @functools.partial(jax.jit, static_argnames=("gap_fn", "method", "max_epochs"))
 def _shuffle_epochs_core(gap, sigma, m, *, gap_fn, method, max_epochs):
+    fn0 = _shuffle_gap_guarded(gap_fn, method)
+
     def fn(e_, p):
         s, m_ = p
-        return gap_fn(noise_multiplier=s, num_rounds=m_, num_epochs=e_, method=method)
+        return fn0(s, m_, e_)
 
     def one(g, s, m_):
         return _solve_traced(fn, g, (s, m_), 1.0, 2.0, decreasing=False, lower_limit=1.0,
                              upper_limit=float(max_epochs), log_scale=True, integer=True, rtol=0.0, atol=0.0,
-                             max_steps=100, max_expand=64, growth=2.0)
+                             max_steps=100, max_expand=64, growth=2.0, report_limit=True)
 
     return _batched(one, gap, sigma, m)
 
 
 @functools.partial(jax.jit, static_argnames=("eps_fn", "max_epochs"))
 def _shuffle_epochs_eps_core(eps, delta, sigma, m, *, eps_fn, max_epochs):
+    fn0 = _shuffle_eps_guarded(eps_fn)
+
     def fn(e_, p):
         d, s, m_ = p
-        return eps_fn(d, noise_multiplier=s, num_rounds=m_, num_epochs=e_)
+        return fn0(d, s, m_, e_)
 
     def one(e, d, s, m_):
         return _solve_traced(fn, e, (d, s, m_), 1.0, 2.0, decreasing=False, lower_limit=1.0,
                              upper_limit=float(max_epochs), log_scale=True, integer=True, rtol=0.0, atol=0.0,
-                             max_steps=100, max_expand=64, growth=2.0)
+                             max_steps=100, max_expand=64, growth=2.0, report_limit=True)
 
     return _batched(one, eps, delta, sigma, m)
 
 
 def epochs(*, noise_multiplier, epsilon=None, delta=None, delta_gap=None, sampling="shuffle",
            num_rounds=None, sampling_probability=None, method="exact", max_epochs=100_000,
-           grid=CALIBRATION_GRID, throw=True) -> Solution:
+           grid=_pld.DEFAULT_GRID, throw=True, search_grid=None) -> Solution:
     r"""Largest number of epochs E that keeps the privacy target (integer, rounded toward feasibility).
 
     Targets: ``epsilon`` at ``delta`` (shuffle or Poisson), or a shuffle ``delta_gap`` (with
     ``method``).  Poisson: ``num_steps = E * num_rounds`` with ``num_rounds`` steps per epoch
-    (default ``ceil(1 / sampling_probability)``).  Returns a :class:`Solution` (``value`` = E;
-    E = 1 infeasible gives result INFEASIBLE).
+    (default ``ceil(1 / sampling_probability)``); feasible by ``jaxdp.poisson.epsilon_for_delta(...,
+    grid=grid)`` (searched on ``search_grid``, certified on ``grid``, as in
+    :func:`poisson_noise_multiplier`).  Returns a :class:`Solution` (``value`` = E; E = 1
+    infeasible gives result INFEASIBLE; E = ``max_epochs`` feasible gives AT_LIMIT).
     """
     check_choice("sampling", sampling, ("poisson", "shuffle"))
     s, oks = check("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
@@ -679,7 +895,7 @@ def epochs(*, noise_multiplier, epsilon=None, delta=None, delta_gap=None, sampli
                           jnp.broadcast_shapes(s.shape, e.shape, d.shape, q.shape, spe.shape))
     sol = _poisson_epochs_core(jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), jnp.where(oks, s, 1.0),
                                jnp.where(okq, q, 0.5), jnp.where(okm, spe, 1.0), direction="both", grid=grid,
-                               max_epochs=int(max_epochs))
+                               search_grid=_search_grid(grid, search_grid), max_epochs=int(max_epochs))
     return _finalize(sol, ok, throw, "epochs calibration")
 
 
@@ -709,7 +925,7 @@ def _mu_core(mu, a, b, *, sampling):
     def one(mu_, a_, b_):
         return _solve_traced(fn, mu_, (a_, b_), 0.5, 2.0, decreasing=True, lower_limit=1e-2, upper_limit=1e6,
                              log_scale=True, integer=False, rtol=1e-12, atol=0.0, max_steps=100, max_expand=64,
-                             growth=2.0)
+                             growth=2.0, report_limit=True)
 
     return _batched(one, mu, a, b)
 
@@ -770,7 +986,7 @@ def rpp_scale(samples_i, samples_j, *, alpha, epsilon, noise="laplace", weights_
     hi = spread * 10.0 if upper is None else upper
     sol = _solve_traced(fn, e, (x, y, jnp.asarray(alpha, jnp.float64), wi, wj), lo, hi, decreasing=True,
                         lower_limit=1e-12, upper_limit=1e12, log_scale=True, integer=False, rtol=rtol, atol=0.0,
-                        max_steps=100, max_expand=64, growth=2.0)
+                        max_steps=100, max_expand=64, growth=2.0, report_limit=True)
     return _finalize(sol, oke, throw, "RPP scale calibration")
 
 
