@@ -9,6 +9,12 @@ Convention (see README, "Bad input"):
   is invalid, so that no finite, plausible privacy number is ever produced from bad input.
 
 ``check`` returns a boolean array ``ok`` for the second case; ``nan_where_invalid`` applies it.
+
+What does not depend on values is rejected eagerly *and* under tracing, because dtypes and
+shapes are static: a boolean, complex, string or None argument is a ``TypeError`` naming it
+(``True`` is not silently the number 1), and named arguments whose shapes do not broadcast
+together are a ``ValueError`` naming them and their shapes (:func:`check_broadcast`), raised
+before any computation.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ def check(
     """
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be a number or an array of numbers, got {type(x).__name__}")
+    _check_dtype(name, x)
     if not is_traced(x):
         try:
             arr = np.asarray(x)
@@ -100,6 +107,47 @@ def check(
     return xa, ok
 
 
+def _check_dtype(name: str, x: Any) -> None:
+    """Booleans and complex numbers are not numbers here: reject them by dtype (static, so also
+    under jit), before numpy or jax coerce them (``True`` -> 1, a complex -> its real part)."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a number or an array of numbers, got bool")
+    if isinstance(x, (complex, np.complexfloating)):
+        raise TypeError(f"{name} must be real, got a complex value")
+    dt = getattr(x, "dtype", None)
+    if dt is None and isinstance(x, (list, tuple)):
+        try:
+            dt = np.asarray(x).dtype
+        except Exception:  # noqa: BLE001  (ragged / exotic: the numeric check below reports it)
+            dt = None
+    if dt is not None:
+        try:
+            dt = np.dtype(dt)
+        except TypeError:  # pragma: no cover - exotic dtype objects
+            return
+        if dt == np.bool_:
+            raise TypeError(f"{name} must be a number or an array of numbers, got bool")
+        if np.issubdtype(dt, np.complexfloating):
+            raise TypeError(f"{name} must be real, got a complex value")
+
+
+def check_broadcast(**named) -> tuple:
+    """Shapes of the named array arguments must broadcast together; returns the common shape.
+
+    ``check_broadcast(a=a, noise_multiplier=s)`` raises ``ValueError`` naming every argument that
+    is not a scalar and its shape (eagerly and under tracing: shapes are static), instead of the
+    anonymous "incompatible shapes for broadcasting" that a later jnp operation would give.
+    ``None`` entries (optional arguments left out) are skipped.
+    """
+    shapes = {k: tuple(np.shape(v)) for k, v in named.items() if v is not None}
+    try:
+        return tuple(np.broadcast_shapes(*shapes.values()))
+    except ValueError:
+        desc = ", ".join(f"{k} {s}" for k, s in shapes.items() if s != ())
+        raise ValueError(f"arguments do not broadcast together: {desc} (shapes must be equal or 1 "
+                         f"along each axis, aligned from the right)") from None
+
+
 def nan_where_invalid(value, ok):
     """NaN wherever ``ok`` is False (broadcasting), so traced bad input never yields a number."""
     return jnp.where(ok, value, jnp.nan)
@@ -119,5 +167,5 @@ def check_static_int(name: str, value: Any, lo: int, hi: int | None = None) -> i
     return int(value)
 
 
-__all__ = ["check", "check_choice", "check_static_int", "is_traced", "nan_where_invalid"]
+__all__ = ["check", "check_broadcast", "check_choice", "check_static_int", "is_traced", "nan_where_invalid"]
 

@@ -51,7 +51,7 @@ import numpy as np
 from jax import lax
 
 from . import _config  # noqa: F401  (float64: deltas of 1e-10, roots to 1e-10 relative)
-from ._validate import check, check_choice, is_traced
+from ._validate import check, check_broadcast, check_choice, is_traced
 from .core import pld as _pld
 from .mechanisms.base import pytree_dataclass
 from .shuffle.closed_form import _log_regime_rounds
@@ -668,7 +668,8 @@ def poisson_noise_multiplier(epsilon, delta, *, sampling_probability, num_steps,
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     q, okq = check("sampling_probability", sampling_probability, lo=0.0, hi=1.0, lo_open=True)
     t, okt = check("num_steps", num_steps, lo=1.0, integer=True)
-    ok = jnp.broadcast_to(oke & okd & okq & okt, jnp.broadcast_shapes(e.shape, d.shape, q.shape, t.shape))
+    shape = check_broadcast(epsilon=e, delta=d, sampling_probability=q, num_steps=t)
+    ok = jnp.broadcast_to(oke & okd & okq & okt, shape)
     sol = _poisson_sigma_core(jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), jnp.where(okq, q, 0.5),
                               jnp.where(okt, t, 1.0), rtol=rtol, max_steps=max_steps, direction=direction,
                               grid=grid, search_grid=_search_grid(grid, search_grid), sigma_range=tuple(sigma_range))
@@ -758,7 +759,8 @@ def shuffle_noise_multiplier(epsilon, delta, *, num_rounds, num_epochs=1, rtol=1
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     m, okm = check("num_rounds", num_rounds, lo=1.0)
     ep, oke2 = check("num_epochs", num_epochs, lo=1.0, integer=True)
-    ok = jnp.broadcast_to(oke & okd & okm & oke2, jnp.broadcast_shapes(e.shape, d.shape, m.shape, ep.shape))
+    shape = check_broadcast(epsilon=e, delta=d, num_rounds=m, num_epochs=ep)
+    ok = jnp.broadcast_to(oke & okd & okm & oke2, shape)
     sol = _shuffle_sigma_core(jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), jnp.where(okm, m, 10.0),
                               jnp.where(oke2, ep, 1.0), eps_fn=_shuffle_attr("epsilon_for_delta"), rtol=rtol,
                               max_steps=max_steps, sigma_range=tuple(sigma_range))
@@ -794,7 +796,8 @@ def rounds_solution(*, delta_gap, noise_multiplier, num_epochs=1, method="exact"
     d, okd = check("delta_gap", delta_gap, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, oks = check("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     ep, oke = check("num_epochs", num_epochs, lo=1.0, integer=True)
-    ok = jnp.broadcast_to(okd & oks & oke, jnp.broadcast_shapes(d.shape, s.shape, ep.shape))
+    shape = check_broadcast(delta_gap=d, noise_multiplier=s, num_epochs=ep)
+    ok = jnp.broadcast_to(okd & oks & oke, shape)
     sol = _rounds_core(jnp.where(okd, d, 0.01), jnp.where(oks, s, 1.0), jnp.where(oke, ep, 1.0),
                        gap_fn=_shuffle_attr("delta_gap"), method=method, rtol=rtol, max_rounds=float(max_rounds))
     return _finalize(sol, ok, throw, "shuffle rounds calibration")
@@ -871,7 +874,8 @@ def epochs(*, noise_multiplier, epsilon=None, delta=None, delta_gap=None, sampli
             raise ValueError("delta_gap targets are for sampling='shuffle'")
         g, okg = check("delta_gap", delta_gap, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         m, okm = check("num_rounds", num_rounds, lo=1.0)
-        ok = jnp.broadcast_to(oks & okg & okm, jnp.broadcast_shapes(s.shape, g.shape, m.shape))
+        shape = check_broadcast(noise_multiplier=s, delta_gap=g, num_rounds=m)
+        ok = jnp.broadcast_to(oks & okg & okm, shape)
         sol = _shuffle_epochs_core(jnp.where(okg, g, 0.01), jnp.where(oks, s, 1.0), jnp.where(okm, m, 10.0),
                                    gap_fn=_shuffle_attr("delta_gap"), method=method, max_epochs=int(max_epochs))
         return _finalize(sol, ok, throw, "epochs calibration")
@@ -881,7 +885,8 @@ def epochs(*, noise_multiplier, epsilon=None, delta=None, delta_gap=None, sampli
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     if sampling == "shuffle":
         m, okm = check("num_rounds", num_rounds, lo=1.0)
-        ok = jnp.broadcast_to(oks & oke & okd & okm, jnp.broadcast_shapes(s.shape, e.shape, d.shape, m.shape))
+        shape = check_broadcast(noise_multiplier=s, epsilon=e, delta=d, num_rounds=m)
+        ok = jnp.broadcast_to(oks & oke & okd & okm, shape)
         sol = _shuffle_epochs_eps_core(jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), jnp.where(oks, s, 1.0),
                                        jnp.where(okm, m, 10.0), eps_fn=_shuffle_attr("epsilon_for_delta"),
                                        max_epochs=int(max_epochs))
@@ -891,8 +896,8 @@ def epochs(*, noise_multiplier, epsilon=None, delta=None, delta_gap=None, sampli
         spe, okm = jnp.ceil(1.0 / jnp.where(okq, q, 0.5)), okq
     else:
         spe, okm = check("num_rounds", num_rounds, lo=1.0, integer=True)
-    ok = jnp.broadcast_to(oks & oke & okd & okq & okm,
-                          jnp.broadcast_shapes(s.shape, e.shape, d.shape, q.shape, spe.shape))
+    shape = check_broadcast(noise_multiplier=s, epsilon=e, delta=d, sampling_probability=q, num_rounds=spe)
+    ok = jnp.broadcast_to(oks & oke & okd & okq & okm, shape)
     sol = _poisson_epochs_core(jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), jnp.where(oks, s, 1.0),
                                jnp.where(okq, q, 0.5), jnp.where(okm, spe, 1.0), direction="both", grid=grid,
                                search_grid=_search_grid(grid, search_grid), max_epochs=int(max_epochs))
@@ -945,7 +950,9 @@ def noise_multiplier_for_mu(mu, *, sampling="poisson", sampling_probability=None
     else:
         a, oka = check("num_rounds", num_rounds, lo=1.0)
         b, okb = check("num_epochs", num_epochs, lo=1.0, integer=True)
-    ok = jnp.broadcast_to(okmu & oka & okb, jnp.broadcast_shapes(m_.shape, a.shape, b.shape))
+    shape = check_broadcast(mu=m_, **({"sampling_probability": a, "num_steps": b} if sampling == "poisson"
+                                                                      else {"num_rounds": a, "num_epochs": b}))
+    ok = jnp.broadcast_to(okmu & oka & okb, shape)
     sol = _mu_core(jnp.where(okmu, m_, 1.0), jnp.where(oka, a, 0.5), jnp.where(okb, b, 1.0), sampling=sampling)
     return _finalize(sol, ok, throw, "mu calibration")
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from . import _config  # noqa: F401
 from ._batch import broadcast_map
-from ._validate import check, check_choice, nan_where_invalid
+from ._validate import check, check_broadcast, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
 from .mechanisms.gaussian import SubsampledGaussian
@@ -33,6 +33,7 @@ _DIRECTIONS = ("both", "remove", "add")
 
 
 def _validate(noise_multiplier, sampling_probability, num_steps):
+    check_broadcast(noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     s, ok1 = check("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     q, ok2 = check("sampling_probability", sampling_probability, lo=0.0, hi=1.0, lo_open=True)
     t, ok3 = check("num_steps", num_steps, lo=1.0, integer=True)
@@ -287,6 +288,7 @@ def epsilon_for_delta_bracket(
 ) -> Bracket:
     """Certified bracket on eps(delta); ``.value`` = ``.upper``."""
     check_choice("direction", direction, _DIRECTIONS)
+    check_broadcast(delta=delta, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
     lo, up = _eps_core(d, s, q, t, ok & okd, direction, grid)
@@ -302,6 +304,7 @@ def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_step
         1.828...
     """
     check_choice("direction", direction, _DIRECTIONS)
+    check_broadcast(delta=delta, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
     return _eps_core(d, s, q, t, ok & okd, direction, grid, upper_only=True)[1]
@@ -311,6 +314,7 @@ def delta_for_epsilon_bracket(
     epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", grid=_pld.DEFAULT_GRID
 ) -> Bracket:
     check_choice("direction", direction, _DIRECTIONS)
+    check_broadcast(epsilon=epsilon, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     e, oke = check("epsilon", epsilon)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
     lo, up = _delta_core(e, s, q, t, ok & oke, direction, grid)

@@ -72,6 +72,15 @@ CASES = [
     ("pufferfish.calibrate_gaussian", "samples_i", "2-D (2, 2)", lambda: pf.calibrate_gaussian(np.zeros((2, 2)), [1.0], **PF)),
     ("pufferfish.renyi_divergence", "scale", "0", lambda: pf.renyi_divergence([0.0], [1.0], alpha=2.0, noise="gaussian", scale=0.0)),
     ("pufferfish.renyi_divergence", "noise", "'cauchy'", lambda: pf.renyi_divergence([0.0], [1.0], alpha=2.0, noise="cauchy", scale=1.0)),
+    ("pufferfish.renyi_divergence", "alpha", "True (bool)", lambda: pf.renyi_divergence([0.0], [1.0], alpha=True, noise="laplace", scale=1.0)),
+    ("pufferfish.renyi_divergence", "scale", "shape (3,) with alpha (2,)", lambda: pf.renyi_divergence([0.0], [1.0], alpha=[2.0, 3.0], noise="laplace", scale=[1.0, 2.0, 3.0])),
+    ("pufferfish.calibrate_laplace", "epsilon", "shape (3,) with alpha (2,)", lambda: pf.calibrate_laplace([0.0], [1.0], alpha=[2.0, 3.0], epsilon=[0.5, 1.0, 2.0])),
+    ("pufferfish.calibrate_gaussian_prior", "std_j", "-1", lambda: pf.calibrate_gaussian_prior(0.0, 1.0, 1.0, -1.0, **PF)),
+    ("pufferfish.calibrate_gaussian_prior", "mean_j", "shape (3,) with mean_i (2,)", lambda: pf.calibrate_gaussian_prior([0.0, 1.0], 1.0, [1.0, 2.0, 3.0], 1.0, **PF)),
+    ("poisson.epsilon_for_delta", "num_steps", "True (bool)", lambda: po.epsilon_for_delta(1e-5, **(PO | dict(num_steps=True)))),
+    ("poisson.epsilon_for_delta", "sampling_probability", "shape (3,) with noise_multiplier (2,)", lambda: po.epsilon_for_delta(1e-5, **(PO | dict(noise_multiplier=[1.0, 2.0], sampling_probability=[0.1, 0.2, 0.3])))),
+    ("shuffle.delta_gap", "num_rounds", "shape (3,) with noise_multiplier (2,)", lambda: sh.delta_gap(noise_multiplier=[1.0, 2.0], num_rounds=[2.0, 3.0, 4.0])),
+    ("calibrate.noise_multiplier", "delta", "shape (3,) with epsilon (2,)", lambda: cal.noise_multiplier(epsilon=[1.0, 2.0], delta=[1e-5, 1e-6, 1e-7], sampling_probability=0.01, num_steps=100)),
     ("calibrate.noise_multiplier", "epsilon", "-1", lambda: cal.noise_multiplier(epsilon=-1.0, delta=1e-5, sampling_probability=0.01, num_steps=100)),
     ("calibrate.noise_multiplier", "delta", "1", lambda: cal.noise_multiplier(epsilon=1.0, delta=1.0, sampling_probability=0.01, num_steps=100)),
     ("calibrate.rounds", "delta_gap", "0", lambda: cal.rounds(delta_gap=0.0, noise_multiplier=1.0)),
@@ -91,6 +100,7 @@ JIT_CASES = [
     ("mechanisms.shuffled.tv_gap", lambda x: ms.tv_gap(x, 100.0), -1.0),
     ("pufferfish.calibrate_laplace", lambda x: pf.calibrate_laplace(jnp.array([0.0, 1.0]), jnp.array([1.0, 2.0]), alpha=x, epsilon=1.0), 1.0),
     ("pufferfish.renyi_divergence", lambda x: pf.renyi_divergence(jnp.array([0.0]), jnp.array([1.0]), alpha=2.0, noise="laplace", scale=x), 0.0),
+    ("pufferfish.calibrate_gaussian_prior", lambda x: pf.calibrate_gaussian_prior(0.0, 1.0, 1.0, x, **PF), -1.0),
     ("core.tradeoff.gaussian", lambda x: tf.gaussian(0.1, x), -1.0),
 ]
 

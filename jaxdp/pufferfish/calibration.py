@@ -49,8 +49,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .._validate import check_choice, check
+from .._validate import check_choice, check, check_broadcast
 from ._common import (check_alpha, check_epsilon, prepare_samples, nan_where_invalid, solve_increasing,
                       log_g_laplace, is_traced)
 from .couplings import quantile_coupling, optimise_coupling
@@ -240,6 +241,7 @@ def _broadcast_call(kernel, x, wx, y, wy, a, e):
 
 
 def _prepare(samples_i, samples_j, weights_i, weights_j, alpha, epsilon, allow_inf=True):
+    check_broadcast(alpha=alpha, epsilon=epsilon)
     x, wx, okx = prepare_samples("samples_i", samples_i, weights_i, wname="weights_i")
     y, wy, oky = prepare_samples("samples_j", samples_j, weights_j, wname="weights_j")
     a, oka = check_alpha(alpha, allow_inf=allow_inf)
@@ -338,6 +340,9 @@ def calibrate_exponential_family(samples_i, samples_j, *, alpha, epsilon, cost="
     Returns ``(b, coupling)``.
     """
     check_choice("cost", cost, set(_COSTS))
+    check_broadcast(alpha=alpha, epsilon=epsilon)
+    check("samples_i", samples_i)  # type errors (None, bool, str) before the conversion below
+    check("samples_j", samples_j)
     x = jnp.asarray(samples_i, jnp.float64)
     y = jnp.asarray(samples_j, jnp.float64)
     if x.ndim == 1:
@@ -444,6 +449,7 @@ def calibrate_gaussian_prior(mean_i, std_i, mean_j, std_j, *, alpha, epsilon, me
     Returns 0 when no noise is needed.
     """
     check_choice("method", method, {"exact", "theorem2", "pierquin"})
+    check_broadcast(mean_i=mean_i, std_i=std_i, mean_j=mean_j, std_j=std_j, alpha=alpha, epsilon=epsilon)
     mi, ok1 = check("mean_i", mean_i)
     mj, ok2 = check("mean_j", mean_j)
     si, ok3 = check("std_i", std_i, lo=0.0)
@@ -471,6 +477,10 @@ def calibrate_gaussian_mixture_prior(weights_i, means_i, stds_i, weights_j, mean
     (joint convexity, alpha > 1; reversed for alpha < 1), both directions, with a coupling of the
     component weights (given, or optimised as in :func:`calibrate_exponential_family`).
     Returns ``(sigma, coupling)``."""
+    check_broadcast(alpha=alpha, epsilon=epsilon)
+    for nm, (m_, s_) in {"i": (means_i, stds_i), "j": (means_j, stds_j)}.items():
+        if np.shape(m_) != np.shape(s_):
+            raise ValueError(f"means_{nm} and stds_{nm} must have the same shape, got {np.shape(m_)} and {np.shape(s_)}")
     mi, ok1 = check("means_i", means_i)
     mj, ok2 = check("means_j", means_j)
     si, ok3 = check("stds_i", stds_i, lo=0.0)

@@ -36,7 +36,7 @@ from jax import lax
 
 from .. import _config  # noqa: F401
 from .._batch import broadcast_map
-from .._validate import check, check_choice, is_traced, nan_where_invalid
+from .._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
 from ..core import pld as _pld
 from ..core import tradeoff as _tf
 from ..mechanisms import _shuffled_law as _law
@@ -72,6 +72,7 @@ def _refuse_replace_one(neighboring):
 
 
 def _params(noise_multiplier, num_rounds, num_epochs):
+    check_broadcast(noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
     s, ok1 = check("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     m, ok2 = check("num_rounds", num_rounds, lo=1.0)
     e, ok3 = check("num_epochs", num_epochs, lo=1.0, integer=True)
@@ -181,6 +182,7 @@ def _eps_core(d, s, m, e, ok, grid):
 def epsilon_for_delta_bracket(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
     """Certified bracket on eps(delta) after ``num_epochs`` shuffled epochs (worse direction)."""
     _refuse_replace_one(neighboring)
+    check_broadcast(delta=delta, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
     lo, up = _eps_core(d, s, m, e, ok & okd, grid)
@@ -213,6 +215,7 @@ def _delta_core(x, s, m, e, ok, grid):
 
 def delta_for_epsilon_bracket(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
     _refuse_replace_one(neighboring)
+    check_broadcast(epsilon=epsilon, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
     x, okx = check("epsilon", epsilon)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
     lo, up = _delta_core(x, s, m, e, ok & okx, grid)
@@ -395,6 +398,7 @@ def _gap_fn(method, s, e):
 def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exact", max_rounds=1e12, iters=60):
     """Real-valued M* solving gap(M) = delta by bisection in log M (gap is non-increasing in M)."""
     check_choice("method", method, ("exact", "berry_esseen", "clt", "edgeworth"))
+    check_broadcast(delta=delta, noise_multiplier=noise_multiplier, num_epochs=num_epochs)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, oks = check("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     e, oke = check("num_epochs", num_epochs, lo=1.0, integer=True)
