@@ -2,10 +2,13 @@
 
 Importing jaxdp enables float64 in JAX (``jax_enable_x64``): accounting needs it (see
 ``jaxdp/_config.py``).
+
+Describe what was run with :mod:`jaxdp.events`, then ask :func:`account` what it costs.
 """
 
 from . import _config  # noqa: F401  (float64 before anything is traced)
-from . import core, mechanisms, poisson
+from . import core, events, mechanisms, poisson
+from .accountant import Account, account, supports
 
 __version__ = "0.1.0"
-__all__ = ["core", "mechanisms", "poisson", "__version__"]
+__all__ = ["core", "events", "mechanisms", "poisson", "account", "supports", "Account", "__version__"]

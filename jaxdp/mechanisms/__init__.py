@@ -2,5 +2,17 @@
 
 from .base import DIRECTIONS, Mechanism, pytree_dataclass
 from .gaussian import EpsilonDelta, Gaussian, SubsampledGaussian
+from .laplace import Laplace, SubsampledLaplace
+from .subsampled import PoissonSubsampled
 
-__all__ = ["DIRECTIONS", "Mechanism", "pytree_dataclass", "EpsilonDelta", "Gaussian", "SubsampledGaussian"]
+__all__ = [
+    "DIRECTIONS",
+    "Mechanism",
+    "pytree_dataclass",
+    "EpsilonDelta",
+    "Gaussian",
+    "SubsampledGaussian",
+    "Laplace",
+    "SubsampledLaplace",
+    "PoissonSubsampled",
+]

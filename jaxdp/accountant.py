@@ -1,0 +1,200 @@
+r"""One accountant for every event: ``account(event)`` -> certified eps(delta), delta(eps), f(a).
+
+:func:`account` flattens an event (:mod:`jaxdp.events`) into ``(mechanism, count)`` components and
+composes them with one call of :func:`jaxdp.core.pld.compose` per adjacency direction: every
+component is discretised once (connect-the-dots) and raised to its count by FFT, so a schedule of
+``Composed`` ``SelfComposed`` pieces costs one FFT product whatever the counts.  A single
+component on a two-stage grid (the default, ``size >= 2**18``) is composed in two stages.
+
+Every number is a certified :class:`~jaxdp.core.pld.Bracket` (``lower <= truth <= upper``) whose
+``value`` is the pessimistic end (``upper`` for epsilon and delta, ``lower`` for the trade-off
+curve).  Under ``neighboring="add_remove"`` both directions (remove, add) are composed and the worse
+is reported: for eps and delta the larger, for the curve the convex hull of the minimum (the curve
+valid for every ordered pair of neighbours).
+
+``epsilon(delta)`` places the lattice with tails relative to delta on two-stage grids (per step
+``1e-3 delta / T``, window ``1e-7 delta``: the rule of :mod:`jaxdp.poisson`); every mass they leave
+out is accounted, so this is sound for any delta and only narrows the bracket.
+
+Everything is a pure function of the event's numbers (traced): ``jax.jit``, ``jax.vmap`` and
+``jax.grad`` go through ``account(event).epsilon(delta).value``.
+
+Example::
+
+    >>> import jaxdp
+    >>> from jaxdp.events import Composed, Gaussian, PoissonSampled, SelfComposed
+    >>> schedule = Composed((SelfComposed(PoissonSampled(0.01, Gaussian(1.0)), 500),
+    ...                      SelfComposed(PoissonSampled(0.02, Gaussian(1.5)), 300)))
+    >>> b = jaxdp.account(schedule).epsilon(1e-5)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from . import _config  # noqa: F401  (float64)
+from . import events as _events
+from ._batch import broadcast_map
+from ._validate import check, check_choice, nan_where_invalid
+from .core import pld as _pld
+from .core.tradeoff import curve_from_profile
+from .events import UnsupportedEventError, supports
+from .mechanisms.base import pytree_dataclass
+
+Bracket = _pld.Bracket
+DIRECTIONS = ("remove", "add")
+
+# the relative placement tails of eps(delta) on two-stage grids (see the module docstring)
+_TAIL_PER_DELTA = 1e-3
+_WINDOW_TAIL_PER_DELTA = 1e-7
+
+
+def _flat(event, neighboring):
+    comps = _events.components(event, neighboring)
+    ok = jnp.asarray(True)
+    for _, _, o in comps:
+        ok = ok & o
+    return [(m, k) for m, k, _ in comps], ok
+
+
+def _plds(comps, grid, delta=None):
+    kw = {}
+    if delta is not None and grid.num_stages() == 2:
+        steps = sum(k.astype(jnp.float64) for _, k in comps)
+        kw = dict(
+            tail=jnp.maximum(_TAIL_PER_DELTA * delta / jnp.maximum(steps, 1.0), grid.tail),
+            window_tail=jnp.maximum(_WINDOW_TAIL_PER_DELTA * delta, grid.window_tail),
+        )
+    return [_pld.compose(comps, d, grid, **kw) for d in DIRECTIONS]
+
+
+def _worst(values):
+    return jnp.max(jnp.stack(values), axis=0)
+
+
+@functools.partial(jax.jit, static_argnames=("neighboring", "grid"))
+def _epsilon_core(event, delta, ok_delta, neighboring, grid):
+    comps, ok = _flat(event, neighboring)
+    ok = ok & ok_delta
+    if not comps:  # nothing ran: perfectly private
+        return nan_where_invalid(jnp.zeros_like(delta), ok), nan_where_invalid(jnp.zeros_like(delta), ok)
+
+    def one(d):
+        ps = _plds(comps, grid, d)
+        # eps >= 0 by convention (delta(0) <= delta: the guarantee holds at eps = 0)
+        up = jnp.maximum(_worst([p.epsilon_upper(d) for p in ps]), 0.0)
+        lo = jnp.maximum(_worst([p.epsilon_lower(d) for p in ps]), 0.0)
+        return lo, up
+
+    lo, up = broadcast_map(one, jnp.where(ok_delta, delta, 1e-5))
+    return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+@functools.partial(jax.jit, static_argnames=("neighboring", "grid"))
+def _delta_core(event, epsilon, ok_eps, neighboring, grid):
+    comps, ok = _flat(event, neighboring)
+    ok = ok & ok_eps
+    if not comps:
+        return nan_where_invalid(jnp.zeros_like(epsilon), ok), nan_where_invalid(jnp.zeros_like(epsilon), ok)
+    e = jnp.where(ok_eps, epsilon, 1.0)
+    ps = _plds(comps, grid)
+    up = _worst([p.delta_upper(e) for p in ps])
+    lo = _worst([p.delta_lower(e) for p in ps])
+    return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+@functools.partial(jax.jit, static_argnames=("neighboring", "grid", "num_eps"))
+def _tradeoff_core(event, a, ok_a, neighboring, grid, num_eps):
+    comps, ok = _flat(event, neighboring)
+    ok = ok & ok_a
+    if not comps:
+        return nan_where_invalid(1.0 - a, ok), nan_where_invalid(1.0 - a, ok)
+    pr, pa = _plds(comps, grid)
+    # a curve valid for both ordered pairs is conv(min(f_r, f_a)), whose profile is
+    # max(delta_r, delta_a); its sup over a finite eps grid keeps it a lower bound
+    hi = jnp.maximum(pr.losses[-1], pa.losses[-1])
+    eps = jnp.concatenate(
+        [-jnp.geomspace(1e-6, 1.0, num_eps // 4)[::-1] * hi, jnp.linspace(0.0, 1.0, num_eps - num_eps // 4) * hi]
+    )
+    prof = jnp.maximum(pr.delta_upper(eps), pa.delta_upper(eps))
+    lo = curve_from_profile(prof, eps, a)
+    up = jnp.minimum(pr.tradeoff_upper(a), pa.tradeoff_upper(a))
+    return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+@functools.partial(jax.jit, static_argnames=("neighboring", "grid", "direction"))
+def _pld_core(event, neighboring, grid, direction):
+    comps, _ = _flat(event, neighboring)
+    return _pld.compose(comps, direction, grid)
+
+
+@pytree_dataclass(static=("neighboring", "grid"))
+class Account:
+    """The privacy of one event: certified conversions (each a :class:`Bracket`).
+
+    Built by :func:`account`; a pytree (the event's numbers are its leaves), so it can cross
+    ``jit`` / ``vmap`` boundaries.  Each method composes the event's laws afresh (under ``jit`` the
+    compiled program is cached per event structure and grid).
+    """
+
+    event: object
+    neighboring: str = "add_remove"
+    grid: _pld.Grid = _pld.DEFAULT_GRID
+
+    def epsilon(self, delta) -> Bracket:
+        """Certified eps(delta) (smallest eps with delta(eps) <= delta, worse direction); ``value = upper``."""
+        d, ok = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        lo, up = _epsilon_core(self.event, d, ok, self.neighboring, self.grid)
+        return Bracket(lower=lo, upper=up, value=up)
+
+    def delta(self, epsilon) -> Bracket:
+        """Certified hockey-stick delta(eps) (worse direction); ``value = upper``."""
+        e, ok = check("epsilon", epsilon)
+        lo, up = _delta_core(self.event, e, ok, self.neighboring, self.grid)
+        return Bracket(lower=lo, upper=up, value=up)
+
+    def tradeoff(self, a, *, num_eps: int = 4096) -> Bracket:
+        """Certified trade-off curve f(a) valid for both directions; ``value = lower`` (the f-DP guarantee)."""
+        x, ok = check("a", a, lo=0.0, hi=1.0)
+        lo, up = _tradeoff_core(self.event, x, ok, self.neighboring, self.grid, int(num_eps))
+        return Bracket(lower=lo, upper=up, value=lo)
+
+    def pld(self, direction: str = "remove") -> _pld.PLD:
+        """The composed certified PLD of one direction (``"remove"`` or ``"add"``), absolute tails."""
+        check_choice("direction", direction, DIRECTIONS)
+        if not _events.components(self.event, self.neighboring):
+            raise ValueError("the event runs nothing: it has no privacy-loss distribution to show")
+        return _pld_core(self.event, self.neighboring, self.grid, direction)
+
+
+def account(event, *, neighboring: str = "add_remove", grid=None) -> Account:
+    """The certified privacy of ``event`` (a :mod:`jaxdp.events` tree) under ``neighboring``.
+
+    Args:
+      event: what was run (``Gaussian``, ``Laplace``, ``EpsilonDelta``, ``PoissonSampled``,
+        ``Shuffled``, ``SelfComposed``, ``Composed`` and any registered event).
+      neighboring: ``"add_remove"`` (add or remove one example; both directions, the worse is
+        reported) or ``"replace_one"``.
+      grid: a static :class:`~jaxdp.core.pld.Grid`; ``None``: the default of the event's types
+        (``jaxdp.events.SHUFFLED_GRID`` when it contains ``Shuffled``) or ``DEFAULT_GRID``.
+
+    Returns:
+      An :class:`Account` with ``epsilon(delta)``, ``delta(epsilon)``, ``tradeoff(a)``.
+
+    Raises:
+      UnsupportedEventError: an event without a sound law under ``neighboring`` (named, with why).
+      ValueError: a concrete invalid number (traced ones give NaN results instead).
+    """
+    check_choice("neighboring", neighboring, _events.NEIGHBORING)
+    _events.components(event, neighboring)  # structure and (concrete) numbers, eagerly
+    if grid is None:
+        grid = _events.default_grid(event) or _pld.DEFAULT_GRID
+    if not isinstance(grid, _pld.Grid):
+        raise TypeError(f"grid must be a jaxdp.core.pld.Grid or None, got {type(grid).__name__}")
+    return Account(event=event, neighboring=neighboring, grid=grid)
+
+
+__all__ = ["Account", "Bracket", "UnsupportedEventError", "account", "supports"]

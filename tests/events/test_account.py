@@ -1,0 +1,183 @@
+"""jaxdp.account over the event algebra: published figures, equality with the presets, transforms, errors.
+
+Expected values: dp_accounting's own test figures (pld_privacy_accountant_test.py: Gaussian
+sigma = sqrt(3) composed 3 times, delta(1) = 0.126936; Poisson q = 0.2, sigma = 0.5, 3 steps,
+delta(1) = 0.15594, both asserted there to 1e-3); jaxdp.poisson and jaxdp.shuffle (the same PLD
+engine on the same grid: equal to 1e-12 relative); central finite differences for gradients.
+Small grids: these tests check logic, not accuracy (the dp_accounting table does that).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdp
+import jaxdp.shuffle
+from jaxdp import events as ev
+from jaxdp.core.pld import Grid
+from jaxdp.events import Composed, EpsilonDelta, Gaussian, Laplace, PoissonSampled, SelfComposed, Shuffled
+
+G12 = Grid(size=2**12)
+G12_2 = Grid(size=2**12, stages=2)  # the two-stage path and eps(delta)'s delta-relative tails
+
+
+def _schedule(s1, s2, k1=300, k2=200):
+    return Composed((SelfComposed(PoissonSampled(0.02, Gaussian(s1)), k1), SelfComposed(PoissonSampled(0.05, Gaussian(s2)), k2)))
+
+
+def test_dp_accounting_figures():
+    b = jaxdp.account(SelfComposed(Gaussian(math.sqrt(3.0)), 3), grid=Grid(size=2**14)).delta(1.0)
+    assert float(b.value) == pytest.approx(0.126936, abs=1e-3)
+    assert float(b.lower) <= 0.126936 + 1e-6 <= float(b.upper) + 2e-6
+    b = jaxdp.account(SelfComposed(PoissonSampled(0.2, Gaussian(0.5)), 3), grid=Grid(size=2**14)).delta(1.0)
+    assert float(b.value) == pytest.approx(0.15594, abs=1e-3)
+    assert float(b.lower) <= 0.15594 + 1e-5 and float(b.upper) >= 0.15594 - 1e-5
+
+
+@pytest.mark.parametrize("grid", [G12, G12_2])
+def test_poisson_equals_preset(grid):
+    kw = dict(noise_multiplier=0.8, sampling_probability=0.03, num_steps=400, grid=grid)
+    acc = jaxdp.account(SelfComposed(PoissonSampled(0.03, Gaussian(0.8)), 400), grid=grid)
+    pairs = [
+        (acc.epsilon(1e-6), jaxdp.poisson.epsilon_for_delta_bracket(1e-6, **kw)),
+        (acc.delta(1.5), jaxdp.poisson.delta_for_epsilon_bracket(1.5, **kw)),
+    ]
+    if grid is G12:
+        a = jnp.array([1e-6, 1e-3, 0.1, 0.5])
+        pairs.append((acc.tradeoff(a), jaxdp.poisson.tradeoff_bracket(a, **kw)))
+    for got, want in pairs:
+        for x, y in ((got.lower, want.lower), (got.upper, want.upper), (got.value, want.value)):
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-12, atol=1e-300)
+
+
+def test_shuffled_equals_preset():
+    g = Grid(size=2**12)
+    acc = jaxdp.account(SelfComposed(Shuffled(Gaussian(1.0), 10), 3), grid=g)
+    want = jaxdp.shuffle.epsilon_for_delta_bracket(1e-5, noise_multiplier=1.0, num_rounds=10, num_epochs=3, grid=g)
+    got = acc.epsilon(1e-5)
+    np.testing.assert_allclose([got.lower, got.upper], [want.lower, want.upper], rtol=1e-12)
+    # the default grid of a shuffled event is the preset's
+    assert jaxdp.account(Shuffled(Gaussian(1.0), 10)).grid == jaxdp.shuffle.SHUFFLE_GRID
+
+
+def test_schedule_is_one_fft_product():
+    # counts are traced: the compiled program is the same for any counts, and it has one forward
+    # FFT per component and one inverse FFT per direction
+    ev1 = _schedule(1.0, 1.5, 300, 200)
+    jaxpr = jax.make_jaxpr(lambda e: jaxdp.account(e, grid=G12).delta(1.0).value)(ev1)
+    ffts = [q for q in jaxpr.jaxpr.eqns if q.primitive.name == "pjit"]
+    text = str(jaxpr)
+    assert text.count("fft_type=FftType.RFFT") + text.count("fft_type=RFFT") == 4
+    assert text.count("fft_type=FftType.IRFFT") + text.count("fft_type=IRFFT") == 2
+    big = jax.make_jaxpr(lambda e: jaxdp.account(e, grid=G12).delta(1.0).value)(_schedule(1.0, 1.5, 3 * 10**6, 2 * 10**6))
+    assert str(big) == text and ffts is not None
+
+
+def test_jit_vmap_grad_of_a_schedule():
+    delta = 1e-5
+
+    def eps(sig):
+        return jaxdp.account(_schedule(sig[0], sig[1]), grid=G12).epsilon(delta).value
+
+    sig = jnp.array([1.0, 1.5])
+    e0 = eps(sig)
+    assert float(jax.jit(eps)(sig)) == pytest.approx(float(e0), rel=1e-12)
+    batch = jnp.array([[1.0, 1.5], [0.9, 2.0], [1.3, 1.1]])
+    vm = jax.vmap(eps)(batch)
+    np.testing.assert_allclose(vm, [float(eps(b)) for b in batch], rtol=1e-12)
+    g = jax.grad(eps)(sig)
+    assert np.all(np.asarray(g) < 0)  # more noise, less loss
+    for i in range(2):
+        h = 1e-5 * sig[i]
+        up, dn = sig.at[i].add(h), sig.at[i].add(-h)
+        fd = (float(eps(up)) - float(eps(dn))) / (2 * h)
+        assert float(g[i]) == pytest.approx(fd, rel=1e-4), i
+
+
+def test_laplace_and_epsilon_delta_laws():
+    # pure eps-DP: delta(1/b) = 0 up to the discretisation's chord; delta(0) = TV = 1 - e^{-1/(2b)}
+    b = jaxdp.account(Laplace(2.0), grid=G12).delta(jnp.array([0.0, 0.5]))
+    assert float(b.lower[0]) <= 1 - math.exp(-0.25) <= float(b.upper[0])
+    assert float(b.upper[1]) < 1e-4
+    # (eps, delta): eps(2 delta) <= eps, and the bracket holds the true value eps (delta(eps) = delta)
+    e = jaxdp.account(EpsilonDelta(1.0, 1e-6), grid=G12).epsilon(1.5e-6)
+    assert float(e.lower) <= 1.0 + 1e-9 and float(e.upper) >= 0.999
+    d = jaxdp.account(SelfComposed(EpsilonDelta(0.5, 1e-4), 2), grid=G12).delta(1.0)
+    # two (0.5, 1e-4) runs: delta(1) = 1 - (1 - 1e-4)^2 exactly (the +inf atoms; the rest is 1-DP)
+    assert float(d.lower) <= 1 - (1 - 1e-4) ** 2 <= float(d.upper) + 1e-12
+
+
+def test_replace_one_gaussian_is_sensitivity_two():
+    a = jaxdp.account(SelfComposed(Gaussian(2.0), 4), neighboring="replace_one", grid=G12).epsilon(1e-5)
+    b = jaxdp.account(SelfComposed(Gaussian(1.0), 4), grid=G12).epsilon(1e-5)
+    np.testing.assert_allclose([a.lower, a.upper], [b.lower, b.upper], rtol=1e-12)
+
+
+def test_nothing_and_zero_counts():
+    e = jaxdp.account(Composed(())).epsilon(1e-5)
+    assert float(e.value) == 0.0
+    t = jaxdp.account(Composed([])).tradeoff(jnp.array([0.2]))
+    np.testing.assert_allclose(t.value, [0.8])
+    z = jaxdp.account(SelfComposed(Gaussian(1.0), 0), grid=G12).epsilon(1e-5)
+    assert 0.0 <= float(z.lower) <= float(z.upper) < 1e-6
+
+
+@pytest.mark.parametrize(
+    "event, neighboring, match",
+    [
+        (Shuffled(Gaussian(1.0), 10), "replace_one", "Shuffled: neighboring='replace_one'"),
+        (Shuffled(Laplace(1.0), 10), "add_remove", "Gaussian inner event only"),
+        (PoissonSampled(0.1, SelfComposed(Gaussian(1.0), 2)), "add_remove", "compose PoissonSampled"),
+        (PoissonSampled(0.1, Gaussian(1.0)), "replace_one", "Poisson sampling"),
+        (Laplace(1.0), "replace_one", "Laplace"),
+        (object(), "add_remove", "no privacy-loss law"),
+    ],
+)
+def test_unsupported_events_raise(event, neighboring, match):
+    with pytest.raises(ev.UnsupportedEventError, match=match):
+        jaxdp.account(event, neighboring=neighboring)
+    assert not jaxdp.supports(event, neighboring)
+
+
+def test_supports():
+    assert jaxdp.supports(_schedule(1.0, 2.0))
+    assert jaxdp.supports(Composed((Shuffled(Gaussian(1.0), 10), PoissonSampled(0.1, Laplace(1.0)), EpsilonDelta(1.0, 0.0))))
+    assert jaxdp.supports(SelfComposed(Gaussian(1.0), 3), "replace_one")
+
+
+@pytest.mark.parametrize(
+    "event, match",
+    [
+        (Gaussian(0.0), r"Gaussian.noise_multiplier must be in \(0, inf\)"),
+        (SelfComposed(Gaussian(1.0), -1), r"SelfComposed.count must be an integer in \[0, inf\)"),
+        (SelfComposed(Gaussian(1.0), 2.5), "SelfComposed.count"),
+        (PoissonSampled(0.0, Gaussian(1.0)), r"PoissonSampled.sampling_probability must be in \(0, 1\]"),
+        (PoissonSampled(1.2, Laplace(1.0)), "PoissonSampled.sampling_probability"),
+        (Laplace(-1.0), "Laplace.noise_multiplier"),
+        (EpsilonDelta(1.0, 1.5), "EpsilonDelta.delta"),
+        (Shuffled(Gaussian(1.0), 0.5), "Shuffled.num_rounds"),
+    ],
+)
+def test_bad_numbers_raise_eagerly(event, match):
+    with pytest.raises(ValueError, match=match):
+        jaxdp.account(event)
+
+
+def test_bad_numbers_give_nan_under_jit():
+    def f(s, q, k):
+        acc = jaxdp.account(SelfComposed(PoissonSampled(q, Gaussian(s)), k), grid=G12)
+        return acc.epsilon(1e-5).value, acc.delta(1.0).value
+
+    f = jax.jit(f)
+    for args in ((-1.0, 0.1, 10), (1.0, 1.5, 10), (1.0, 0.1, -3)):
+        assert all(np.isnan(np.asarray(x)) for x in f(*args)), args
+    assert all(np.isfinite(np.asarray(x)) for x in f(1.0, 0.1, 10))
+    with pytest.raises(ValueError, match="delta"):
+        jaxdp.account(Gaussian(1.0), grid=G12).epsilon(1.5)
+    with pytest.raises(ValueError, match="neighboring"):
+        jaxdp.account(Gaussian(1.0), neighboring="add")
