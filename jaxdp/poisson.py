@@ -167,7 +167,7 @@ def _eps_lower_guard(delta, s, q, t):
     d, s, q, t = (jax.lax.stop_gradient(x) for x in (delta, s, q, t))
     # one step, exact: eps_1 = log(1 - q + q e^{eps_G(delta / q; 1/s)})
     e1, _ = _gauss_eps_bounds(jnp.minimum(d / q, 1.0), 1.0 / s)
-    lb = jnp.logaddexp(jnp.log1p(-jnp.minimum(q, 0.5)) * 0 + jnp.log(jnp.where(q < 1.0, 1.0 - q, 1.0)), jnp.log(q) + e1)
+    lb = jnp.logaddexp(jnp.log(jnp.where(q < 1.0, 1.0 - q, 1.0)), jnp.log(q) + e1)
     lb = jnp.where(q >= 1.0, e1, lb)
     # m steps all sampled: eps_G(delta / q^m; sqrt(m) / s) + m log q
     # a few m (the bound's best m grows with T; each costs one bisection)
