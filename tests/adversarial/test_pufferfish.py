@@ -1,6 +1,6 @@
 """Adversarial property tests for jaxdp.pufferfish divergences and calibration (issue 20, class 4).
 
-Validated domain (docs/_soundness_pufferfish.md): atoms anywhere in float64 with spread R up to
+Validated domain (docs/soundness.md, "Pufferfish"): atoms anywhere in float64 with spread R up to
 1e15 noise scales, duplicated atoms, weights down to 1e-300 relative, alpha in (0, 1) U (1, 1e3]
 (and inf for Laplace), both noises.  Independent references, named in each test:
 

@@ -1,6 +1,6 @@
 """Adversarial validation of every public entry point (issue 20, class 9).
 
-Rule (docs/_soundness_validation.md): a bad argument gives, eagerly, a TypeError / ValueError whose
+Rule (docs/soundness.md, "Validation rules"): a bad argument gives, eagerly, a TypeError / ValueError whose
 message names the argument; booleans, strings, None and complex numbers are rejected by type (also
 under jit: dtypes are static); NaN, inf and out-of-range values by range; arguments whose shapes do
 not broadcast together by a ValueError naming them and their shapes (also under jit: shapes are
