@@ -167,7 +167,11 @@ def _eps_lower_guard(delta, s, q, t):
     d, s, q, t = (jax.lax.stop_gradient(x) for x in (delta, s, q, t))
     # one step, exact: eps_1 = log(1 - q + q e^{eps_G(delta / q; 1/s)})
     e1, _ = _gauss_eps_bounds(jnp.minimum(d / q, 1.0), 1.0 / s)
-    lb = jnp.logaddexp(jnp.log(jnp.where(q < 1.0, 1.0 - q, 1.0)), jnp.log(q) + e1)
+    # log(1 + q expm1(e1)) (not logaddexp of the two terms: that rounds e1 = 0 to 4e-17 > 0, above
+    # an exact answer 0, and the guard then declared it a failure); in log form for large e1
+    big = e1 > 30.0
+    lb = jnp.where(big, jnp.logaddexp(jnp.log(jnp.where(q < 1.0, 1.0 - q, 1.0)), jnp.log(q) + e1),
+                   jnp.log1p(q * jnp.expm1(jnp.minimum(e1, 30.0))))
     lb = jnp.where(q >= 1.0, e1, lb)
     # m steps all sampled: eps_G(delta / q^m; sqrt(m) / s) + m log q
     # a few m (the bound's best m grows with T; each costs one bisection)

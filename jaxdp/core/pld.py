@@ -184,6 +184,11 @@ class PLD:
     steps_fine: jax.Array = 0.0
     eta: float = 1e-3
     eta_abs: float = 1e-14
+    # an upper bound on the log-MGF of the composed finite loss at positive orders (computed from
+    # the single-step CTD pmfs, no FFT): a second, FFT-free bound on delta (:meth:`delta_upper`)
+    mgf_t: jax.Array = None
+    mgf_K: jax.Array = None
+    mgf_inf: jax.Array = None  # P(some step's loss is +inf): the atom the Chernoff bound adds
 
     @property
     def losses(self):
@@ -209,8 +214,15 @@ class PLD:
 
     # ---- delta(eps) ---------------------------------------------------------------------------
     def delta_upper(self, epsilon):
+        """The smaller of two upper bounds on delta(eps): the composed pmf's (+ its FFT allowance and
+        a relative conversion allowance) and the Chernoff bound from the exact log-MGF (no FFT, so no
+        absolute float allowance: it stays useful at deltas below the FFT's rounding level)."""
         c = jnp.maximum(self.pmf, 0.0)
-        return jnp.minimum(_delta_of(c, self.losses, epsilon) + self.inf_mass + self.alias, 1.0)
+        rel = _conv_rel(c.shape[-1])
+        d = _delta_of(c, self.losses, epsilon, rel) + self.inf_mass + self.alias
+        if self.mgf_K is not None:
+            d = jnp.minimum(d, _chernoff_delta(self.mgf_K, self.mgf_t, epsilon, self.mgf_inf))
+        return jnp.minimum(d, 1.0)
 
     def delta_lower(self, epsilon):
         s, eta = self._shift(self.eta_abs)
@@ -219,8 +231,13 @@ class PLD:
 
     # ---- eps(delta) ---------------------------------------------------------------------------
     def epsilon_upper(self, delta):
+        """The smaller of the pmf's eps (see :meth:`delta_upper`) and the Chernoff eps."""
         c = jnp.maximum(self.pmf, 0.0)
-        return _eps_of(c, self.losses, self.h, delta - self.inf_mass - self.alias)
+        rel = _conv_rel(c.shape[-1])
+        e = _eps_of(c, self.losses, self.h, delta - self.inf_mass - self.alias, rel)
+        if self.mgf_K is not None:
+            e = jnp.minimum(e, _chernoff_eps(self.mgf_K, self.mgf_t, delta, self.mgf_inf))
+        return e
 
     def epsilon_lower(self, delta):
         # every failure level eta gives a valid lower bound (a smaller shift for a larger delta
@@ -257,6 +274,44 @@ class PLD:
 
 
 _ETA_LEVELS = (0.01, 0.1, 1.0, 10.0, 100.0)  # (a tuple: no device array at import time)
+
+
+# ------------------------------------------------------------------------------------------------
+# the FFT-free Chernoff bound on delta (the optimal conversion of a moment bound)
+# ------------------------------------------------------------------------------------------------
+#
+# With x = L - eps, (1 - e^{-x})_+ <= c_t e^{t x} for every t > 0, c_t = max_x (1 - e^{-x}) e^{-t x}
+# = (1/(1+t)) (t/(1+t))^t, so delta(eps) = E_A[(1 - e^{eps - L})_+] <= P_A(L = inf)
+# + c_t e^{K(t) - t eps} with K(t) = log E_A[e^{tL}; L finite].  For a composition K adds over the
+# steps (the finite part of a product is the product of the finite parts).  K is evaluated on the
+# single-step CTD pmfs, which dominate the true pairs, so the bound holds for the true composition.
+
+_MGF_NUM = 96
+_MGF_MARGIN = 1e-12  # relative, on the exponent and on eps: covers the rounding of K
+
+
+def _mgf_orders(scale):
+    """Positive orders t for the Chernoff bound: 1e-3 .. 1e4 over the loss's standard deviation."""
+    return jax.lax.stop_gradient(jnp.logspace(-3.0, 4.0, _MGF_NUM) / scale)
+
+
+def _log_c(t):
+    return -jnp.log1p(t) + t * (jnp.log(t) - jnp.log1p(t))
+
+
+def _chernoff_delta(K, ts, epsilon, inf_mass):
+    e = jnp.asarray(epsilon, dtype=jnp.float64)
+    v = jnp.min(_log_c(ts) + K - ts * e[..., None], axis=-1)
+    v = v + _MGF_MARGIN * jnp.abs(v)
+    return inf_mass + jnp.exp(jnp.minimum(v, 0.0))
+
+
+def _chernoff_eps(K, ts, delta, inf_mass):
+    d = jnp.asarray(delta, dtype=jnp.float64) - inf_mass
+    logd = jnp.log(jnp.where(d > 0, d, 1.0))
+    e = jnp.min((_log_c(ts) + K - logd[..., None]) / ts, axis=-1)
+    e = e + _MGF_MARGIN * jnp.abs(e)
+    return jnp.where(d > 0, e, jnp.inf)
 
 
 def _mu_h(h):
@@ -323,7 +378,7 @@ def _tail_sums(c, losses, block: int = 128):
     return A, P.reshape(n)
 
 
-def _delta_of(c, losses, epsilon):
+def _delta_of(c, losses, epsilon, rel=0.0):
     """delta(eps) = sum_i c_i (1 - e^{eps - l_i})_+ for a pmf on the lattice, vectorised over eps.
 
     On the segment eps in [l_j, l_{j+1}): delta = A_j - e^{eps - l_{j+1}} P_j with
@@ -346,20 +401,34 @@ def _delta_of(c, losses, epsilon):
     x = jnp.minimum(flat - (l0 + (j + 1) * h), 0.0)
     val = Aj - jnp.exp(x) * Pj
     val = jnp.where(j >= n - 1, 0.0, val)
-    return jnp.maximum(val, 0.0).reshape(eps.shape)
+    # (+ rel times the mass above eps: the relative float allowance of :func:`_conv_rel`)
+    val = jnp.maximum(val, 0.0) + rel * jnp.where(j >= n - 1, 0.0, Aj)
+    return val.reshape(eps.shape)
 
 
-def _eps_of(c, losses, h, target):
-    """Smallest eps with sum_i c_i (1 - e^{eps - l_i})_+ <= target (vectorised over target).
+def _eps_of(c, losses, h, target, rel=0.0):
+    """Smallest eps with sum_i c_i (1 - e^{eps - l_i})_+ + rel * A(eps) <= target (vectorised).
 
-    Exact for the discrete pmf (piecewise closed form), differentiable in c and target.
-    Returns +inf when target <= 0 and the left end of the lattice when target >= mass.
+    ``A(eps)`` is the mass above eps (``rel``: the relative float allowance of :func:`_conv_rel`).
+    The plain problem (``rel = 0``) is solved exactly for the discrete pmf (piecewise closed form);
+    with ``rel > 0`` a second solve at ``target - rel * A(eps_1)`` is sound because A is
+    non-increasing and the second answer is not below the first.  Differentiable in c and target.
+    Returns +inf when the target is not positive and the left end of the lattice when it is at
+    least the mass.
     """
     t = jnp.asarray(target, dtype=jnp.float64)
     flat = t.reshape(-1)
     A, P = _tail_sums(c, losses)
+    eps = _eps_from_sums(A, P, losses, h, flat)
+    if not (isinstance(rel, float) and rel == 0.0):
+        a1 = _mass_above(A, jnp.sum(c), losses, jnp.where(jnp.isfinite(eps), eps, losses[0]))
+        eps = _eps_from_sums(A, P, losses, h, flat - rel * a1)
+    return eps.reshape(t.shape)
+
+
+def _eps_from_sums(A, P, losses, h, flat):
     D = A - jnp.exp(-h) * P  # delta at the lattice points, non-increasing
-    n = c.shape[-1]
+    n = A.shape[-1]
     # first index j with D_j <= target  ->  eps in [l_{j-1}, l_j]
     # D is non-increasing: count of entries > target
     j = jnp.searchsorted(-D, -flat, side="left")
@@ -371,8 +440,27 @@ def _eps_of(c, losses, h, target):
     eps = jnp.clip(eps, losses[jm], losses[jm] + h)
     eps = jnp.where(j <= 0, losses[0], eps)
     eps = jnp.where(flat <= 0.0, jnp.inf, eps)
-    eps = jnp.where(jnp.isnan(flat), jnp.nan, eps)
-    return eps.reshape(t.shape)
+    return jnp.where(jnp.isnan(flat), jnp.nan, eps)
+
+
+def _mass_above(A, total, losses, eps):
+    """Mass of the lattice cells above eps (A_j = sum_{i > j} c_i on [l_j, l_{j+1}))."""
+    n = A.shape[-1]
+    h = _spacing(losses)
+    j = jnp.clip(jnp.floor((eps - losses[0]) / h).astype(jnp.int64), -1, n - 1)
+    return jnp.where(j >= 0, A[jnp.maximum(j, 0)], total)
+
+
+def _conv_rel(n: int) -> float:
+    """Relative float allowance of a conversion on n cells, as a fraction of the mass above eps.
+
+    Each cell of a CTD pmf is a difference of survival values (error ~ 2^-52 times the survival
+    value, i.e. the mass above the cell), and the tail sums add n positive terms: both errors are
+    at most ~n 2^-52 times the mass above eps.  ``n 2^-47`` (32x that) is added on the pessimistic
+    side.  Relative, not absolute: it never puts a floor under small deltas.  Not a proof (float
+    rounding never is here; see the module docstring).
+    """
+    return float(n) * 2.0**-47
 
 
 def _curve_vertices(c, losses, inf_mass):
@@ -649,6 +737,7 @@ def compose(
     inf_keep = 0.0  # log of P(no +inf loss in any step)
     tail = 0.0
     fine_parts = []
+    mgf_parts = []
     for (m, _), k, lo in zip(components, ks, los):
         off = jnp.floor(lo / h) - 1.0
         pmf, inf_mass, tail_mass = ctd_pmf(m, direction, h, off, n)
@@ -660,6 +749,7 @@ def compose(
         tail = tail + k * tail_mass
         l = (off + jnp.arange(n)) * h
         fine_parts.append((k, jax.lax.stop_gradient(pmf), l))
+        mgf_parts.append((k, pmf, l))
     circ = jnp.fft.irfft(spectrum, n=n)
     # one copy of one mechanism needs no FFT: its CTD pmf is exact (no float allowance either)
     no_fft = (jnp.asarray(ks[0] == 1) if len(components) == 1 else jnp.asarray(False))
@@ -691,6 +781,8 @@ def compose(
     alias = jnp.exp(lb) + jnp.exp(ub) + jnp.where(no_fft, 0.0, _fft_allowance(out, n, sum(ks)))
     inf_total = -jnp.expm1(inf_keep)
     steps = sum(ks)
+    mgf_t = _mgf_orders(scale)
+    mgf_K = sum(jnp.asarray(k, jnp.float64) * _log_mgf_mm(p, l, mgf_t) for k, p, l in mgf_parts)
     return PLD(
         pmf=out,
         offset=w_lo.astype(jnp.float64),
@@ -701,6 +793,9 @@ def compose(
         steps=jnp.asarray(steps, dtype=jnp.float64),
         eta=grid.hoeffding_eta,
         eta_abs=grid.hoeffding_eta_abs,
+        mgf_t=mgf_t,
+        mgf_K=mgf_K,
+        mgf_inf=inf_total,
     )
 
 
@@ -931,6 +1026,8 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
         na * jnp.log1p(2.0 * alias_a + above_a + below_a) + nb * jnp.log1p(2.0 * alias_b + above_b + below_b)
     )
 
+    mgf_t = _mgf_orders(scale)
+    mgf_K = Tf * _log_mgf_mm(pmf1, l1, mgf_t)
     pick = lambda one, two: jnp.where(single, one, two)  # noqa: E731
     return PLD(
         pmf=pick(out_a, jnp.concatenate([out2, jnp.zeros((n1 - n,), out2.dtype)])),
@@ -944,6 +1041,9 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
         steps_fine=pick(0.0, Tf),
         eta=grid.hoeffding_eta,
         eta_abs=grid.hoeffding_eta_abs,
+        mgf_t=mgf_t,
+        mgf_K=mgf_K,
+        mgf_inf=-jnp.expm1(Tf * log_keep1),
     )
 
 

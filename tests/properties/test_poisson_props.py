@@ -42,7 +42,6 @@ def _delta(e, s, q, t):
     return po.delta_for_epsilon_bracket(e, noise_multiplier=s, sampling_probability=q, num_steps=t, grid=G)
 
 
-@pytest.mark.xfail(strict=False, reason="the T >= 2 float allowance (2^-51 (k + log2 n) sqrt(n) ||pmf||_2) now exceeds small deltas on Grid(2**12), so the upper eps is +inf there (sound, not finite); issue 20 item 3 open")
 @settings(max_examples=n_examples(3))
 @given(params, st.lists(delta_st, min_size=B, max_size=B))
 def test_eps_bracket_ordered_finite(p, d):
