@@ -245,8 +245,13 @@ def test_regression_small_delta_finite_down_to_1e15():
     s = np.array([[1.0], [2.0]])
     q = np.array([[0.01], [0.5]])
     T = np.array([[1000.0], [10.0]])
-    b = po.epsilon_for_delta_bracket(d[None, :], noise_multiplier=s, sampling_probability=q, num_steps=T)
-    lo, up = np.asarray(b.lower), np.asarray(b.upper)
+    # scalar calls: the program compiled for the class-2 reproducer above is reused
+    lo, up = np.zeros((2, 4)), np.zeros((2, 4))
+    for r in range(2):
+        for i in range(4):
+            b = po.epsilon_for_delta_bracket(float(d[i]), noise_multiplier=float(s[r, 0]),
+                                             sampling_probability=float(q[r, 0]), num_steps=float(T[r, 0]))
+            lo[r, i], up[r, i] = float(b.lower), float(b.upper)
     assert np.all(np.isfinite(up)) and np.all(lo <= up), (lo, up)
     for r in range(2):
         acc = rdp.RdpAccountant()
