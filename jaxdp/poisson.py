@@ -25,8 +25,8 @@ from ._validate import check, check_broadcast, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
 from .mechanisms.gaussian import SubsampledGaussian
-from ._special import ndtr as _ndtr
-from jax.scipy.special import erfcx as _erfcx, log_ndtr as _jax_log_ndtr, ndtri as _ndtri
+from ._special import log_ndtr as _log_ndtr, ndtr as _ndtr
+from jax.scipy.special import ndtri as _ndtri
 
 ADJACENCY = "add/remove one example (Poisson subsampling)"
 _DIRECTIONS = ("both", "remove", "add")
@@ -87,13 +87,6 @@ Bracket = _pld.Bracket
 # with relative margins 1e-12 (Phi and log Phi are accurate to ~1e-15 relative in float64).
 
 _REL = 1e-12
-
-
-def _log_ndtr(z):
-    """log Phi(z) to a few ulps: jax's log_ndtr loses up to 2e-11 relative for z in (-30, -20)
-    (4e-9 relative on e^{eps} Phi(z) at eps ~ 200), so the tail goes through erfcx."""
-    zs = jnp.minimum(z, -5.0)
-    return jnp.where(z < -5.0, jnp.log(0.5 * _erfcx(-zs / jnp.sqrt(2.0))) - 0.5 * zs * zs, _jax_log_ndtr(z))
 
 
 def _gauss_terms(eps, mu):

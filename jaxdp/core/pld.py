@@ -391,10 +391,8 @@ def _delta_of(c, losses, epsilon, rel=0.0):
     h = _spacing(losses)
     l0 = losses[0]
     n = c.shape[-1]
-    j = jnp.clip(jnp.floor((flat - l0) / h).astype(jnp.int64), -1, n - 1)
-    total = jnp.sum(c)
+    j, Aj = _segment(A, jnp.sum(c), losses, flat)
     P_below = c[0] + jnp.exp(-h) * P[0]  # P for a virtual point l_{-1} = l_0 - h
-    Aj = jnp.where(j >= 0, A[jnp.maximum(j, 0)], total)
     Pj = jnp.where(j >= 0, P[jnp.maximum(j, 0)], P_below)
     # j = -1 covers every eps below the lattice (all atoms above eps); j = n-1 every eps at or above
     # the top point (no atom above: A = P = 0)
@@ -420,8 +418,8 @@ def _eps_of(c, losses, h, target, rel=0.0):
     flat = t.reshape(-1)
     A, P = _tail_sums(c, losses)
     eps = _eps_from_sums(A, P, losses, h, flat)
-    if not (isinstance(rel, float) and rel == 0.0):
-        a1 = _mass_above(A, jnp.sum(c), losses, jnp.where(jnp.isfinite(eps), eps, losses[0]))
+    if rel:
+        _, a1 = _segment(A, jnp.sum(c), losses, jnp.where(jnp.isfinite(eps), eps, losses[0]))
         eps = _eps_from_sums(A, P, losses, h, flat - rel * a1)
     return eps.reshape(t.shape)
 
@@ -443,12 +441,12 @@ def _eps_from_sums(A, P, losses, h, flat):
     return jnp.where(jnp.isnan(flat), jnp.nan, eps)
 
 
-def _mass_above(A, total, losses, eps):
-    """Mass of the lattice cells above eps (A_j = sum_{i > j} c_i on [l_j, l_{j+1}))."""
+def _segment(A, total, losses, eps):
+    """(j, mass above eps): eps in [l_j, l_{j+1}) (j = -1 below the lattice, n-1 at or above its top)
+    and A_j = sum_{i > j} c_i (the total mass for j = -1)."""
     n = A.shape[-1]
-    h = _spacing(losses)
-    j = jnp.clip(jnp.floor((eps - losses[0]) / h).astype(jnp.int64), -1, n - 1)
-    return jnp.where(j >= 0, A[jnp.maximum(j, 0)], total)
+    j = jnp.clip(jnp.floor((eps - losses[0]) / _spacing(losses)).astype(jnp.int64), -1, n - 1)
+    return j, jnp.where(j >= 0, A[jnp.maximum(j, 0)], total)
 
 
 def _conv_rel(n: int) -> float:

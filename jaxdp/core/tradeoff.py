@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import log_ndtr, ndtr, ndtri
+from jax.scipy.special import ndtr, ndtri
 
 from .. import _config  # noqa: F401
 from .._validate import check, nan_where_invalid
+from .._special import log_ndtr
 from ..mechanisms.base import pytree_dataclass
 
 # ------------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ import functools
 import numpy as np
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import log_ndtr
+from .._special import log_ndtr
 
 from ._common import log_g_laplace, prepare_samples, check_alpha, check, nan_where_invalid
 from .._validate import check_choice, check_broadcast

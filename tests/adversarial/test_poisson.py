@@ -260,3 +260,19 @@ def test_regression_small_delta_finite_down_to_1e15():
             ref_lo = max(float(eps_one_step(di, s[r, 0], q[r, 0])[0]), float(eps_all_sampled(di, s[r, 0], q[r, 0], T[r, 0])))
             assert up[r, i] >= ref_lo * (1 - 1e-9), (r, di, up[r, i], ref_lo)
             assert up[r, i] <= 1.05 * acc.get_epsilon(di), (r, di, up[r, i], acc.get_epsilon(di))
+
+
+def test_regression_q1_eps_through_erfcx_hole():
+    """q = 1, sigma = 0.3, T = 100, delta = 1e-5 (mu = 33.3): eps ~ 697 puts the log Phi argument at
+    -37.6, where jax's erfcx returned 0 on [26.543, 26.642]; the Gaussian closed form then gave
+    697.7186 for both ends, the exact PLD value (696.785) looked below the guard and the upper end
+    became inf.  Reference: mpmath bisection of delta_G (696.7777915417275)."""
+    s = np.array([0.3, 0.3, 0.29, 0.31] * 4)
+    T = np.array([100.0, 90.0, 100.0, 110.0] * 4)
+    d = np.array([1e-5] * 4 + [1e-6] * 4 + [1e-4] * 4 + [1e-8] * 4)
+    lo, up = _eps(d, s, np.ones(B), T)
+    for i in range(B):
+        hi_ref, lo_ref = eps_gauss(d[i], np.sqrt(T[i]) / s[i])
+        assert np.isfinite(up[i]) and up[i] >= float(lo_ref) * (1 - 1e-12), (i, lo[i], up[i], hi_ref)
+        assert lo[i] <= float(hi_ref) * (1 + 1e-12) and up[i] <= float(hi_ref) * (1 + 1e-8), (i, lo[i], up[i], hi_ref)
+    assert abs(up[0] - 696.7777915417275) < 1e-6
