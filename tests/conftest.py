@@ -15,6 +15,8 @@ if _cache:
     jax.config.update("jax_compilation_cache_dir", _cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+else:  # off means off: not the library's default user cache either (jaxdp._config)
+    jax.config.update("jax_compilation_cache_dir", None)
 from hypothesis import Phase, settings  # noqa: E402
 
 # CI: fixed examples, no shrinking (each shrink step recompiles or re-runs a JAX batch; a failure
