@@ -42,7 +42,7 @@ from ._validate import check, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core.tradeoff import curve_from_profile
 from .events import UnsupportedEventError, supports
-from .mechanisms.base import pytree_dataclass
+from ._pytree import pytree_dataclass
 
 Bracket = _pld.Bracket
 DIRECTIONS = ("remove", "add")

@@ -53,8 +53,9 @@ from jax import lax
 from . import _config  # noqa: F401  (float64: deltas of 1e-10, roots to 1e-10 relative)
 from ._validate import check, check_broadcast, check_choice, is_traced
 from .core import pld as _pld
-from .mechanisms.base import pytree_dataclass
-from .shuffle.closed_form import _log_regime_rounds
+from ._pytree import pytree_dataclass
+from .mechanisms.shuffled import SIGMA_MIN
+from .shuffle.closed_form import log_regime_rounds
 
 # ------------------------------------------------------------------------------------------------
 # result codes
@@ -127,6 +128,79 @@ def _to_x(u, log_scale):
 _RUNNING = -1
 
 
+def _ends(x1, x2, f1, f2):
+    """(infeasible end, feasible end, their residuals) of a bracket (feasible: residual <= 0)."""
+    feas1 = f1 <= 0
+    return (jnp.where(feas1, x2, x1), jnp.where(feas1, x1, x2), jnp.where(feas1, f2, f1),
+            jnp.where(feas1, f1, f2))
+
+
+def _nz(a):
+    return jnp.where(a != 0, a, 1.0)
+
+
+def _chandrupatla_step(s, ft, tol_v, converged, cpoint, max_steps):
+    """Record the residual ``ft`` at ``s["v"]`` and choose the next point (Chandrupatla 1997: inverse
+    quadratic interpolation where it is safe, bisection otherwise)."""
+    x1, x2, f1, f2 = s["x1"], s["x2"], s["f1"], s["f2"]
+    xt = s["v"]
+    same = (ft > 0) == (f1 > 0)
+    x3n, f3n = jnp.where(same, x1, x2), jnp.where(same, f1, f2)
+    x2n, f2n = jnp.where(same, x2, x1), jnp.where(same, f2, f1)
+    x1n, f1n = xt, ft
+    fin = jnp.isfinite(f1n) & jnp.isfinite(f2n) & jnp.isfinite(f3n)
+
+    xi_ = (x1n - x2n) / _nz(x3n - x2n)
+    phi = (f1n - f2n) / _nz(f3n - f2n)
+    ok_iqi = fin & (phi**2 < xi_) & ((1.0 - phi) ** 2 < 1.0 - xi_) & (x3n != x2n) & (f3n != f2n) & (f1n != f3n)
+    t_iqi = (f1n / _nz(f2n - f1n) * f3n / _nz(f2n - f3n)
+             + (x3n - x1n) / _nz(x2n - x1n) * f1n / _nz(f3n - f1n) * f2n / _nz(f3n - f2n))
+    # IQI rejected: bisect, unless the secant step says the root is within the tolerance of x1
+    # (then step just past it, which usually lands on the feasible side and ends the search)
+    t_sec = f1n / _nz(f1n - f2n)
+    near = fin & (t_sec >= 0) & (t_sec * jnp.abs(x2n - x1n) < tol_v(jnp.where(f1n <= 0, x1n, x2n)))
+    tn = jnp.where(ok_iqi, t_iqi, jnp.where(near, 0.0, 0.5))
+    va_, vb_, _, _ = _ends(x1n, x2n, f1n, f2n)
+    # a step of (almost) the full tolerance: a root hit from the infeasible side then ends the
+    # search with the next (feasible) point instead of a run of tolerance-sized bisections
+    tl = jnp.clip(0.99 * tol_v(vb_) / jnp.maximum(jnp.abs(x2n - x1n), 1e-300), 0.0, 0.5)
+    tn = jnp.clip(tn, tl, 1.0 - tl)
+    n_it = s["n_it"] + 1
+    st3 = jnp.where(jnp.isnan(ft), NONFINITE, jnp.where(converged(va_, vb_), SUCCESSFUL,
+                    jnp.where(n_it >= max_steps, MAX_STEPS, _RUNNING))).astype(jnp.int32)
+    return dict(s, x1=x1n, x2=x2n, x3=x3n, f1=f1n, f2=f2n, f3=f3n, t=tn, n_it=n_it, status=st3,
+                v=cpoint(x1n, x2n, tn))
+
+
+def _after_bracket_phase(s, sp):
+    """Phases 1/2 done recording: decide expansion / start Chandrupatla / stop.  ``sp``: the
+    solver's variable space (maps and limits of :func:`_solve_impl`)."""
+    va, vb, fa, fb = s["va"], s["vb"], s["fa"], s["fb"]
+    snap, converged, cpoint, x_of_v, v_of_x = sp["snap"], sp["converged"], sp["cpoint"], sp["x_of_v"], sp["v_of_x"]
+    vmin, vmax, integer, sgn, growth = sp["vmin"], sp["vmax"], sp["integer"], sp["sgn"], sp["growth"]
+    nan = jnp.isnan(fa) | jnp.isnan(fb)
+    bracketed = (fa > 0) & (fb <= 0)
+    stuck_hi = (fb > 0) & (vb >= vmax)
+    stuck_lo = (fa <= 0) & (va <= vmin)
+    out_of_exp = s["n_exp"] >= sp["max_expand"]
+    # Chandrupatla start: x1 = feasible end, x2 = x3 = infeasible end, bisect first
+    conv0 = converged(va, vb)
+    status = jnp.where(nan, NONFINITE, jnp.where(bracketed, jnp.where(conv0, SUCCESSFUL, _RUNNING),
+                       jnp.where(stuck_lo, SUCCESSFUL, jnp.where(stuck_hi | out_of_exp, INFEASIBLE, _RUNNING))))
+    up = fb > 0
+    w2 = s["w"] * growth
+    v_exp = jnp.where(up, snap(vb + w2), snap(va - w2))
+    if integer:
+        base = jnp.where(up, vb, va)
+        nxt = snap(v_of_x(x_of_v(base) + jnp.where(up, sgn, -sgn)))
+        v_exp = jnp.where(v_exp == base, nxt, v_exp)
+    v_c = cpoint(vb, va, 0.5)
+    return dict(s, phase=jnp.where(bracketed, 3, 2).astype(jnp.int32), status=status.astype(jnp.int32),
+                v=jnp.where(bracketed, v_c, v_exp), up=up, w=jnp.where(bracketed, s["w"], w2),
+                x1=vb, x2=va, x3=va, f1=fb, f2=fa, f3=fa, t=jnp.asarray(0.5, jnp.float64),
+                at_limit=(~nan) & (~bracketed) & stuck_lo)
+
+
 def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, upper_limit,
                 log_scale, integer, rtol, atol, max_steps, max_expand, growth):
     """Scalar solve. Returns (x_feasible, x_infeasible, result, num_steps, num_expand, residual, at_limit).
@@ -169,11 +243,6 @@ def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, up
             return jnp.abs(x_of_v(vb_) - x_of_v(va_)) <= 1.0
         return jnp.abs(vb_ - va_) <= tol_v(vb_)
 
-    def ends(x1, x2, f1, f2):
-        feas1 = f1 <= 0
-        return (jnp.where(feas1, x2, x1), jnp.where(feas1, x1, x2), jnp.where(feas1, f2, f1),
-                jnp.where(feas1, f1, f2))
-
     def cpoint(x1, x2, t):
         xt = x1 + t * (x2 - x1)
         if integer:
@@ -193,30 +262,8 @@ def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, up
                va=va0, vb=vb0, fa=nanv, fb=nanv, w=w0, x1=nanv, x2=nanv, x3=nanv, f1=nanv, f2=nanv, f3=nanv,
                t=jnp.asarray(0.5, f64), n_exp=i0, n_it=i0, at_limit=jnp.asarray(False))
 
-    def after_bracket_phase(s):
-        """Phases 1/2 done recording: decide expansion / start Chandrupatla / stop."""
-        va, vb, fa, fb = s["va"], s["vb"], s["fa"], s["fb"]
-        nan = jnp.isnan(fa) | jnp.isnan(fb)
-        bracketed = (fa > 0) & (fb <= 0)
-        stuck_hi = (fb > 0) & (vb >= vmax)
-        stuck_lo = (fa <= 0) & (va <= vmin)
-        out_of_exp = s["n_exp"] >= max_expand
-        # Chandrupatla start: x1 = feasible end, x2 = x3 = infeasible end, bisect first
-        conv0 = converged(va, vb)
-        status = jnp.where(nan, NONFINITE, jnp.where(bracketed, jnp.where(conv0, SUCCESSFUL, _RUNNING),
-                           jnp.where(stuck_lo, SUCCESSFUL, jnp.where(stuck_hi | out_of_exp, INFEASIBLE, _RUNNING))))
-        up = fb > 0
-        w2 = s["w"] * growth
-        v_exp = jnp.where(up, snap(vb + w2), snap(va - w2))
-        if integer:
-            base = jnp.where(up, vb, va)
-            nxt = snap(v_of_x(x_of_v(base) + jnp.where(up, sgn, -sgn)))
-            v_exp = jnp.where(v_exp == base, nxt, v_exp)
-        v_c = cpoint(vb, va, 0.5)
-        return dict(s, phase=jnp.where(bracketed, 3, 2).astype(jnp.int32), status=status.astype(jnp.int32),
-                    v=jnp.where(bracketed, v_c, v_exp), up=up, w=jnp.where(bracketed, s["w"], w2),
-                    x1=vb, x2=va, x3=va, f1=fb, f2=fa, f3=fa, t=jnp.asarray(0.5, f64),
-                    at_limit=(~nan) & (~bracketed) & stuck_lo)
+    sp = dict(snap=snap, converged=converged, cpoint=cpoint, x_of_v=x_of_v, v_of_x=v_of_x, vmin=vmin,
+              vmax=vmax, integer=integer, sgn=sgn, growth=growth, max_expand=max_expand)
 
     def body(s):
         f = jnp.asarray(fn(x_of_v(s["v"]), params), f64) - target
@@ -228,44 +275,14 @@ def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, up
         done0 = (f <= 0) & (s["va"] <= vmin)
         st0_ = jnp.where(jnp.isnan(f), NONFINITE, jnp.where(done0, SUCCESSFUL, _RUNNING)).astype(jnp.int32)
         s0 = dict(s, fa=f, phase=jnp.asarray(1, jnp.int32), v=s["vb"], status=st0_, at_limit=done0)
-        s1 = after_bracket_phase(dict(s, fb=f))
+        s1 = _after_bracket_phase(dict(s, fb=f), sp)
         # phase 2: the evaluated point becomes a bracket end
         up = s["up"]
         s2 = dict(s, va=jnp.where(up, s["vb"], s["v"]), fa=jnp.where(up, s["fb"], f),
                   vb=jnp.where(up, s["v"], s["va"]), fb=jnp.where(up, f, s["fa"]), n_exp=s["n_exp"] + 1)
-        s2 = after_bracket_phase(s2)
+        s2 = _after_bracket_phase(s2, sp)
         # phase 3: Chandrupatla update
-        x1, x2, x3, f1, f2, f3 = s["x1"], s["x2"], s["x3"], s["f1"], s["f2"], s["f3"]
-        xt, ft = s["v"], f
-        same = (ft > 0) == (f1 > 0)
-        x3n, f3n = jnp.where(same, x1, x2), jnp.where(same, f1, f2)
-        x2n, f2n = jnp.where(same, x2, x1), jnp.where(same, f2, f1)
-        x1n, f1n = xt, ft
-        fin = jnp.isfinite(f1n) & jnp.isfinite(f2n) & jnp.isfinite(f3n)
-
-        def nz(a):
-            return jnp.where(a != 0, a, 1.0)
-
-        xi_ = (x1n - x2n) / nz(x3n - x2n)
-        phi = (f1n - f2n) / nz(f3n - f2n)
-        ok_iqi = fin & (phi**2 < xi_) & ((1.0 - phi) ** 2 < 1.0 - xi_) & (x3n != x2n) & (f3n != f2n) & (f1n != f3n)
-        t_iqi = (f1n / nz(f2n - f1n) * f3n / nz(f2n - f3n)
-                 + (x3n - x1n) / nz(x2n - x1n) * f1n / nz(f3n - f1n) * f2n / nz(f3n - f2n))
-        # IQI rejected: bisect, unless the secant step says the root is within the tolerance of x1
-        # (then step just past it, which usually lands on the feasible side and ends the search)
-        t_sec = f1n / nz(f1n - f2n)
-        near = fin & (t_sec >= 0) & (t_sec * jnp.abs(x2n - x1n) < tol_v(jnp.where(f1n <= 0, x1n, x2n)))
-        tn = jnp.where(ok_iqi, t_iqi, jnp.where(near, 0.0, 0.5))
-        va_, vb_, _, _ = ends(x1n, x2n, f1n, f2n)
-        # a step of (almost) the full tolerance: a root hit from the infeasible side then ends the
-        # search with the next (feasible) point instead of a run of tolerance-sized bisections
-        tl = jnp.clip(0.99 * tol_v(vb_) / jnp.maximum(jnp.abs(x2n - x1n), 1e-300), 0.0, 0.5)
-        tn = jnp.clip(tn, tl, 1.0 - tl)
-        n_it = s["n_it"] + 1
-        st3 = jnp.where(jnp.isnan(ft), NONFINITE, jnp.where(converged(va_, vb_), SUCCESSFUL,
-                        jnp.where(n_it >= max_steps, MAX_STEPS, _RUNNING))).astype(jnp.int32)
-        s3 = dict(s, x1=x1n, x2=x2n, x3=x3n, f1=f1n, f2=f2n, f3=f3n, t=tn, n_it=n_it, status=st3,
-                  v=cpoint(x1n, x2n, tn))
+        s3 = _chandrupatla_step(s, f, tol_v, converged, cpoint, max_steps)
         return jax.tree_util.tree_map(
             lambda a, b, c, d: jnp.where(ph == 0, a, jnp.where(ph == 1, b, jnp.where(ph == 2, c, d))),
             s0, s1, s2, s3)
@@ -273,7 +290,7 @@ def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, up
     s = lax.while_loop(lambda s: s["status"] == _RUNNING, body, st0)
     status = s["status"]
     in_chand = s["phase"] == 3
-    va_c, vb_c, fa_c, fb_c = ends(s["x1"], s["x2"], s["f1"], s["f2"])
+    va_c, vb_c, fa_c, fb_c = _ends(s["x1"], s["x2"], s["f1"], s["f2"])
     at_limit = s["at_limit"]
     v_ans = jnp.where(in_chand, vb_c, jnp.where(at_limit, s["va"], s["vb"]))
     v_oth = jnp.where(in_chand, va_c, s["va"])
@@ -725,6 +742,12 @@ def _shuffle_gap_guarded(gap_fn, method):
     return fn
 
 
+def _envelope_gap(*, noise_multiplier, num_rounds, num_epochs, method):
+    del method  # only called for method="exact" below the law's domain (rounds_solution)
+    return _shuffle_attr("delta_gap_envelope")(noise_multiplier=noise_multiplier, num_rounds=num_rounds,
+                                               num_epochs=num_epochs)
+
+
 def _shuffle_attr(name):
     try:
         mod = importlib.import_module("jaxdp.shuffle")
@@ -779,7 +802,7 @@ def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
         lo = 100.0
         if method == "berry_esseen":
             # the closed form applies (is finite) only in its regime M >= e^{3 / sigma^2}
-            lo = jnp.maximum(lo, 1.01 * jnp.exp(jnp.minimum(_log_regime_rounds(s), 600.0)))
+            lo = jnp.maximum(lo, 1.01 * jnp.exp(jnp.minimum(log_regime_rounds(s), 600.0)))
         sol = _solve_traced(fn, g, (s, e_), lo, 10.0 * lo, decreasing=True, lower_limit=1.0,
                             upper_limit=float(max_rounds), log_scale=True, integer=False, rtol=rtol, atol=0.0,
                             max_steps=100, max_expand=200, growth=2.0)
@@ -798,8 +821,13 @@ def rounds_solution(*, delta_gap, noise_multiplier, num_epochs=1, method="exact"
     ep, oke = check("num_epochs", num_epochs, lo=1.0, integer=True)
     shape = check_broadcast(delta_gap=d, noise_multiplier=s, num_epochs=ep)
     ok = jnp.broadcast_to(okd & oks & oke, shape)
+    gap_fn = _shuffle_attr("delta_gap")
+    if method == "exact" and not is_traced(s) and bool(np.all(np.asarray(s) < SIGMA_MIN)):
+        # the numerical law is NaN there, so the exact gap is its rigorous envelope: solve on the
+        # envelope alone (same numbers) instead of compiling the whole law into the solver
+        gap_fn = _envelope_gap
     sol = _rounds_core(jnp.where(okd, d, 0.01), jnp.where(oks, s, 1.0), jnp.where(oke, ep, 1.0),
-                       gap_fn=_shuffle_attr("delta_gap"), method=method, rtol=rtol, max_rounds=float(max_rounds))
+                       gap_fn=gap_fn, method=method, rtol=rtol, max_rounds=float(max_rounds))
     return _finalize(sol, ok, throw, "shuffle rounds calibration")
 
 

@@ -57,7 +57,7 @@ from . import _config  # noqa: F401  (float64)
 from ._validate import check
 from .core.pld import Grid
 from .mechanisms import gaussian as _gaussian
-from .mechanisms.base import pytree_dataclass
+from ._pytree import pytree_dataclass
 from .mechanisms.laplace import Laplace as _LaplaceMechanism
 from .mechanisms.shuffled import ShuffledGaussian
 from .mechanisms.subsampled import PoissonSubsampled
@@ -194,6 +194,11 @@ def _num(event, field, safe, **rng):
 _POSITIVE = dict(lo=0.0, lo_open=True)
 
 
+def _refuse_replace_one(event, neighboring, why):
+    if neighboring == "replace_one":
+        raise UnsupportedEventError(event, "neighboring='replace_one' is not supported " + why)
+
+
 @register_law(Gaussian)
 def _gaussian_law(event, neighboring):
     s, ok = _num(event, "noise_multiplier", 1.0, **_POSITIVE)
@@ -203,13 +208,9 @@ def _gaussian_law(event, neighboring):
 
 @register_law(Laplace)
 def _laplace_law(event, neighboring):
-    if neighboring == "replace_one":
-        raise UnsupportedEventError(
-            event,
-            "neighboring='replace_one' is not supported for Laplace (as in dp_accounting): its "
-            "replace-one sensitivity is 1 for counts and 2 for clipped sums; the law is symmetric, so "
-            "account Laplace(noise_multiplier / sensitivity) under add_remove instead",
-        )
+    _refuse_replace_one(event, neighboring, "for Laplace (as in dp_accounting): its "
+                        "replace-one sensitivity is 1 for counts and 2 for clipped sums; the law is symmetric, so "
+                        "account Laplace(noise_multiplier / sensitivity) under add_remove instead")
     b, ok = _num(event, "noise_multiplier", 1.0, **_POSITIVE)
     return _LaplaceMechanism(b), ok
 
@@ -223,12 +224,8 @@ def _epsilon_delta_law(event, neighboring):
 
 @register_law(PoissonSampled)
 def _poisson_law(event, neighboring):
-    if neighboring == "replace_one":
-        raise UnsupportedEventError(
-            event,
-            "neighboring='replace_one' is not supported for Poisson sampling: jaxdp's subsampled laws "
-            "are the add/remove dominating pairs (Zhu, Dong & Wang 2022); use add_remove",
-        )
+    _refuse_replace_one(event, neighboring, "for Poisson sampling: jaxdp's subsampled laws "
+                        "are the add/remove dominating pairs (Zhu, Dong & Wang 2022); use add_remove")
     inner = event.event
     if isinstance(inner, (Composed, SelfComposed)) or type(inner) not in _LAWS:
         raise UnsupportedEventError(

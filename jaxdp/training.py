@@ -36,7 +36,7 @@ from . import _config  # noqa: F401
 from . import poisson as _poisson
 from .calibrate import CALIBRATION_GRID
 from .core import pld as _pld
-from .mechanisms.base import pytree_dataclass
+from ._pytree import pytree_dataclass
 
 
 class DPAggregateState(NamedTuple):

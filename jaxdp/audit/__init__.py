@@ -9,11 +9,4 @@ from jaxdp.audit.montecarlo import (
     shuffled_gaussian_loss_sampler,
 )
 
-__all__ = [
-    "TradeoffAudit",
-    "audit_shuffled_gaussian",
-    "audit_tradeoff",
-    "clopper_pearson",
-    "gaussian_loss_sampler",
-    "shuffled_gaussian_loss_sampler",
-]
+from jaxdp.audit.montecarlo import __all__  # noqa: E402,F401  (one list of the public names)

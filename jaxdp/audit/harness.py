@@ -301,30 +301,29 @@ def run_audit(fast=False, seed=0, confidence=0.999, log=print):
     beta = (1 - confidence) / (2 * npts)
     key = jax.random.PRNGKey(seed)
     points = []
+    def dpsgd(name, n_data, step, curve, salt):
+        t0 = time.time()
+        x, y = _dataset(n_data)
+        run = jax.jit(jax.vmap(lambda k, c: step(k, c, x, y), in_axes=(0, None)))
+        kk = jax.random.fold_in(key, salt)
+        calib0, _ = _simulate(run, jax.random.fold_in(kk, 7), num)
+        s0, s1 = _simulate(run, kk, num)
+        pts = evaluate(name, calib0, s0, s1, curve, beta)
+        log(f"{name}: {time.time() - t0:.1f}s")
+        return pts
+
     for i, p in enumerate(cfg["poisson"]):
-        t0 = time.time()
-        x, y = _dataset(8)
-        run = jax.jit(jax.vmap(lambda k, c, x=x, y=y, p=p: _poisson_run(k, c, x, y, p["sigma"], p["q"], p["steps"]),
-                               in_axes=(0, None)))
-        kk = jax.random.fold_in(key, 100 + i)
-        calib0, _ = _simulate(run, jax.random.fold_in(kk, 7), num)
-        s0, s1 = _simulate(run, kk, num)
-        curve = lambda a, p=p: po.tradeoff(a, noise_multiplier=p["sigma"], sampling_probability=p["q"], num_steps=p["steps"])  # noqa: E731
-        name = f"DP-SGD Poisson: sigma={p['sigma']}, q={p['q']}, T={p['steps']}"
-        points += evaluate(name, calib0, s0, s1, curve, beta)
-        log(f"{name}: {time.time() - t0:.1f}s")
+        points += dpsgd(
+            f"DP-SGD Poisson: sigma={p['sigma']}, q={p['q']}, T={p['steps']}", 8,
+            lambda k, c, x, y, p=p: _poisson_run(k, c, x, y, p["sigma"], p["q"], p["steps"]),
+            lambda a, p=p: po.tradeoff(a, noise_multiplier=p["sigma"], sampling_probability=p["q"], num_steps=p["steps"]),
+            100 + i)
     for i, p in enumerate(cfg["shuffle"]):
-        t0 = time.time()
-        x, y = _dataset(p["rounds"] * p["batch"])
-        run = jax.jit(jax.vmap(lambda k, c, x=x, y=y, p=p: _shuffle_run(k, c, x, y, p["sigma"], p["rounds"], p["epochs"]),
-                               in_axes=(0, None)))
-        kk = jax.random.fold_in(key, 200 + i)
-        calib0, _ = _simulate(run, jax.random.fold_in(kk, 7), num)
-        s0, s1 = _simulate(run, kk, num)
-        curve = lambda a, p=p: sh.tradeoff(a, noise_multiplier=p["sigma"], num_rounds=p["rounds"], num_epochs=p["epochs"])  # noqa: E731
-        name = f"DP-SGD shuffled: sigma={p['sigma']}, M={p['rounds']}, E={p['epochs']}, b={p['batch']}"
-        points += evaluate(name, calib0, s0, s1, curve, beta)
-        log(f"{name}: {time.time() - t0:.1f}s")
+        points += dpsgd(
+            f"DP-SGD shuffled: sigma={p['sigma']}, M={p['rounds']}, E={p['epochs']}, b={p['batch']}", p["rounds"] * p["batch"],
+            lambda k, c, x, y, p=p: _shuffle_run(k, c, x, y, p["sigma"], p["rounds"], p["epochs"]),
+            lambda a, p=p: sh.tradeoff(a, noise_multiplier=p["sigma"], num_rounds=p["rounds"], num_epochs=p["epochs"]),
+            200 + i)
     cache = {}
     for i, (ds, sec, vi, vj, q, noise, alpha, eps) in enumerate(cfg["pufferfish"]):
         t0 = time.time()

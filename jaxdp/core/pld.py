@@ -75,7 +75,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _config  # noqa: F401  (float64)
-from ..mechanisms.base import pytree_dataclass
+from .._pytree import pytree_dataclass
+from .piecewise import PiecewiseLinear
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,9 +257,7 @@ class PLD:
         return jnp.clip(f - self.alias, 0.0, 1.0 - a)
 
     def curve(self, pessimistic: bool = True):
-        """The composed curve as a :class:`~jaxdp.core.tradeoff.PiecewiseLinear` (lower or upper bound)."""
-        from .tradeoff import PiecewiseLinear
-
+        """The composed curve as a :class:`~jaxdp.core.piecewise.PiecewiseLinear` (lower or upper bound)."""
         if pessimistic:
             xs, ys = _curve_vertices(jnp.maximum(self.pmf, 0.0), self.losses, self.inf_mass)
             return PiecewiseLinear(a=xs, f=ys - self.alias)
@@ -699,11 +698,11 @@ def compose(
     """
     if grid.num_stages() == 2 and len(components) == 1:
         return _compose_two_stage(components[0], direction, grid, tail, window_tail)
-    n, nc = grid.size, grid.coarse_points()
+    n = grid.size
     log_tail = jnp.log(grid.window_tail if window_tail is None else window_tail)
     tail = grid.tail if tail is None else tail
     # numerical laws tabulate themselves once (shared by every evaluation below)
-    components = [(m.prepare() if hasattr(m, "prepare") else m, k) for m, k in components]
+    components = [(m.prepare(), k) for m, k in components]
     ks = [jnp.asarray(k, dtype=jnp.int64) for _, k in components]
     ranges = [m.privacy_loss_range(direction, tail) for m, _ in components]
     los = [jnp.asarray(r[0], dtype=jnp.float64) for r in ranges]
@@ -711,44 +710,8 @@ def compose(
     if not grid.differentiate_lattice:
         los = [jax.lax.stop_gradient(x) for x in los]
         his = [jax.lax.stop_gradient(x) for x in his]
-
-    # ---- stage 1: coarse CTD of each component to place the composed window (no certificate
-    # needed here: the final alias bound is recomputed on the real lattice) ---------------------
-    coarse = []
-    spread = 0.0
-    for (m, _), k, lo, hi in zip(components, ks, los, his):
-        p1, l1, var1 = _coarse_ctd(m, direction, lo, hi, nc)
-        spread = spread + k * var1
-        coarse.append((k, p1, l1))
-    scale = jnp.sqrt(spread)
-    scale = jnp.where(scale > 0, scale, 1.0)
-    ts = _chernoff_ts(scale, grid.num_chernoff)
-    Ksum = sum(k * _log_mgf_mm(p1, l1, ts) for k, p1, l1 in coarse)
-    xl, xr = _chernoff_window(Ksum, ts, log_tail)
-    width = jnp.maximum(xr - xl, max_width(los, his))
-    h = width * 1.02 / (n - 4)
-
-
-    # ---- stage 2: CTD on the common lattice, FFT power, window ---------------------------------
-    total_off = 0
-    spectrum = None
-    inf_keep = 0.0  # log of P(no +inf loss in any step)
-    tail = 0.0
-    fine_parts = []
-    mgf_parts = []
-    for (m, _), k, lo in zip(components, ks, los):
-        off = jnp.floor(lo / h) - 1.0
-        pmf, inf_mass, tail_mass = ctd_pmf(m, direction, h, off, n)
-        spec = jnp.fft.rfft(pmf)
-        term = _cpow(spec, k)
-        spectrum = term if spectrum is None else spectrum * term
-        total_off = total_off + k * off.astype(jnp.int64)
-        inf_keep = inf_keep + k * jnp.log1p(-jnp.minimum(inf_mass, 1.0))
-        tail = tail + k * tail_mass
-        l = (off + jnp.arange(n)) * h
-        fine_parts.append((k, jax.lax.stop_gradient(pmf), l))
-        mgf_parts.append((k, pmf, l))
-    circ = jnp.fft.irfft(spectrum, n=n)
+    h, ts, Ksum, xl, scale = _place_window(components, ks, los, his, direction, grid, log_tail)
+    circ, total_off, inf_keep, tail, parts, pmf = _fine_spectrum(components, ks, los, direction, h, n)
     # one copy of one mechanism needs no FFT: its CTD pmf is exact (no float allowance either)
     no_fft = (jnp.asarray(ks[0] == 1) if len(components) == 1 else jnp.asarray(False))
     if len(components) == 1:
@@ -756,31 +719,14 @@ def compose(
     w_lo = jnp.floor(jax.lax.stop_gradient(xl) / h).astype(jnp.int64) - 1
     shift = jnp.mod(w_lo - total_off, n)
     out = jnp.roll(circ, -shift)
-    # rigorous Chernoff bounds (on the discretised law itself) for the mass outside the window;
-    # any t gives a valid bound, so the fine MGF is evaluated only near the coarse optimum
-    x_lo = (w_lo.astype(jnp.float64) - 0.5) * h
-    x_hi = (w_lo.astype(jnp.float64) + n - 0.5) * h
-    t_up = ts[jnp.argmin(jnp.where(ts > 0, -ts * x_hi + Ksum, jnp.inf))]
-    t_dn = ts[jnp.argmin(jnp.where(ts < 0, -ts * x_lo + Ksum, jnp.inf))]
-    # Chernoff bounds from the cell-wise MGF at a few t near the coarse optimum, and a global
-    # search from the blocked MGF: each block of 64 cells moved to the block's far end (the top
-    # for t > 0, the bottom for t < 0) bounds the true MGF from above, so it also gives valid
-    # bounds, over the whole t grid, at 1/64 of the cost.  Any t gives a valid bound.
-    mult = jnp.geomspace(1.0 / 4.0, 4.0, 5)
-    tf = jnp.concatenate([t_dn * mult, t_up * mult])
-    Kfine = sum(k * _log_mgf_exact(p, l, tf) for k, p, l in fine_parts)
-    lb = _chernoff_bound(Kfine, tf, x_lo, upper=False)
-    ub = _chernoff_bound(Kfine, tf, x_hi, upper=True)
-    Kup = sum(k * _log_mgf_blocked(p, l, ts, block=64) for k, p, l in fine_parts)
-    lb = jnp.minimum(lb, _chernoff_bound(Kup, ts, x_lo, upper=False))
-    ub = jnp.minimum(ub, _chernoff_bound(Kup, ts, x_hi, upper=True))
     # + an allowance for float64 rounding in the FFT: n times the normwise error scale
     # 2^-52 ||out||_2 per cell (not a proof; see the module docstring), none without an FFT
-    alias = jnp.exp(lb) + jnp.exp(ub) + jnp.where(no_fft, 0.0, _fft_allowance(out, n, sum(ks)))
+    alias = (_outside_window(parts[0], ts, Ksum, w_lo, h, n)
+             + jnp.where(no_fft, 0.0, _fft_allowance(out, n, sum(ks))))
     inf_total = -jnp.expm1(inf_keep)
     steps = sum(ks)
     mgf_t = _mgf_orders(scale)
-    mgf_K = sum(jnp.asarray(k, jnp.float64) * _log_mgf_mm(p, l, mgf_t) for k, p, l in mgf_parts)
+    mgf_K = sum(jnp.asarray(k, jnp.float64) * _log_mgf_mm(p, l, mgf_t) for k, p, l in parts[1])
     return PLD(
         pmf=out,
         offset=w_lo.astype(jnp.float64),
@@ -855,6 +801,78 @@ def _rebin(c, x, off, h, n: int):
     return pmf, m_above, m_below
 
 
+def _place_window(components, ks, los, his, direction, grid, log_tail):
+    """Coarse CTD of each component, only to place the composed window (no certificate needed
+    here: the final alias bound is recomputed on the real lattice).  Returns the common spacing h,
+    the Chernoff t grid and the coarse log-MGF on it, the window's left end and the spread."""
+    n, nc = grid.size, grid.coarse_points()
+    coarse = []
+    spread = 0.0
+    for (m, _), k, lo, hi in zip(components, ks, los, his):
+        p1, l1, var1 = _coarse_ctd(m, direction, lo, hi, nc)
+        spread = spread + k * var1
+        coarse.append((k, p1, l1))
+    scale = jnp.sqrt(spread)
+    scale = jnp.where(scale > 0, scale, 1.0)
+    ts = _chernoff_ts(scale, grid.num_chernoff)
+    Ksum = sum(k * _log_mgf_mm(p1, l1, ts) for k, p1, l1 in coarse)
+    xl, xr = _chernoff_window(Ksum, ts, log_tail)
+    width = jnp.maximum(xr - xl, max_width(los, his))
+    h = width * 1.02 / (n - 4)
+    return h, ts, Ksum, xl, scale
+
+
+def _fine_spectrum(components, ks, los, direction, h, n):
+    """CTD of each component on the common lattice, composed by one FFT product (circular).
+
+    Returns the circular result, the summed lattice offset, log P(no +inf loss), the single-step
+    tail mass, the parts ``(count, pmf, losses)`` (stop-gradient pmfs for the Chernoff bounds, live
+    ones for the moment-generating function) and the last pmf (returned as is when one step is
+    composed)."""
+    total_off = 0
+    spectrum = None
+    inf_keep = 0.0  # log of P(no +inf loss in any step)
+    tail = 0.0
+    fine_parts = []
+    mgf_parts = []
+    for (m, _), k, lo in zip(components, ks, los):
+        off = jnp.floor(lo / h) - 1.0
+        pmf, inf_mass, tail_mass = ctd_pmf(m, direction, h, off, n)
+        spec = jnp.fft.rfft(pmf)
+        term = _cpow(spec, k)
+        spectrum = term if spectrum is None else spectrum * term
+        total_off = total_off + k * off.astype(jnp.int64)
+        inf_keep = inf_keep + k * jnp.log1p(-jnp.minimum(inf_mass, 1.0))
+        tail = tail + k * tail_mass
+        l = (off + jnp.arange(n)) * h
+        fine_parts.append((k, jax.lax.stop_gradient(pmf), l))
+        mgf_parts.append((k, pmf, l))
+    circ = jnp.fft.irfft(spectrum, n=n)
+    return circ, total_off, inf_keep, tail, (fine_parts, mgf_parts), pmf
+
+
+def _outside_window(fine_parts, ts, Ksum, w_lo, h, n):
+    """Rigorous Chernoff bound (on the discretised law itself) on the mass outside the window.
+
+    Any t gives a valid bound, so the cell-wise MGF is evaluated only at a few t near the coarse
+    optimum, plus a global search from the blocked MGF: each block of 64 cells moved to the block's
+    far end (the top for t > 0, the bottom for t < 0) bounds the true MGF from above, so it also
+    gives valid bounds, over the whole t grid, at 1/64 of the cost."""
+    x_lo = (w_lo.astype(jnp.float64) - 0.5) * h
+    x_hi = (w_lo.astype(jnp.float64) + n - 0.5) * h
+    t_up = ts[jnp.argmin(jnp.where(ts > 0, -ts * x_hi + Ksum, jnp.inf))]
+    t_dn = ts[jnp.argmin(jnp.where(ts < 0, -ts * x_lo + Ksum, jnp.inf))]
+    mult = jnp.geomspace(1.0 / 4.0, 4.0, 5)
+    tf = jnp.concatenate([t_dn * mult, t_up * mult])
+    Kfine = sum(k * _log_mgf_exact(p, l, tf) for k, p, l in fine_parts)
+    lb = _chernoff_bound(Kfine, tf, x_lo, upper=False)
+    ub = _chernoff_bound(Kfine, tf, x_hi, upper=True)
+    Kup = sum(k * _log_mgf_blocked(p, l, ts, block=64) for k, p, l in fine_parts)
+    lb = jnp.minimum(lb, _chernoff_bound(Kup, ts, x_lo, upper=False))
+    ub = jnp.minimum(ub, _chernoff_bound(Kup, ts, x_hi, upper=True))
+    return jnp.exp(lb) + jnp.exp(ub)
+
+
 def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_tail=None) -> PLD:
     r"""``T`` copies of one mechanism in two stages (or one, when that is not worse).
 
@@ -893,19 +911,49 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     stage-2 law padded with zeros), so one- and two-stage results have one shape.
     """
     m, k = component
-    n, nc = grid.size, grid.coarse_points()
+    n = grid.size
     n1 = grid.fine_points()  # fine stage (and output) length
     log_tail = jnp.log(grid.window_tail if window_tail is None else window_tail)
     tail = grid.tail if tail is None else tail
-    m = m.prepare() if hasattr(m, "prepare") else m
+    m = m.prepare()
     T = jnp.asarray(k, dtype=jnp.int64)
     Tf = T.astype(jnp.float64)
     lo, hi = (jnp.asarray(x, dtype=jnp.float64) for x in m.privacy_loss_range(direction, tail))
     if not grid.differentiate_lattice:
         lo, hi = jax.lax.stop_gradient(lo), jax.lax.stop_gradient(hi)
-    w_single = hi - lo
+    k1f, xl1, h1, h2, xlT, ts, K1, scale = _two_stage_split(m, direction, grid, lo, hi, Tf, log_tail)
+    k1 = k1f.astype(jnp.int64)
+    single = k1 >= T
+    s1 = _stage_one(m, direction, grid, lo, hi, k1, k1f, xl1, h1, ts, K1)
+    out_a, alias_a, inf_a, w_lo1, pmf1, l1, log_keep1, tail1 = s1[:8]
+    k2, out2, w_lo2, alias2, inf2, excess = _stage_two(s1, T, Tf, k1, h1, h2, xlT, ts, K1, n, n1)
+    mgf_t = _mgf_orders(scale)
+    mgf_K = Tf * _log_mgf_mm(pmf1, l1, mgf_t)
+    pick = lambda one, two: jnp.where(single, one, two)  # noqa: E731
+    return PLD(
+        pmf=pick(out_a, jnp.concatenate([out2, jnp.zeros((n1 - n,), out2.dtype)])),
+        offset=pick(w_lo1, w_lo2).astype(jnp.float64),
+        h=pick(h1, h2),
+        inf_mass=pick(inf_a, inf2),
+        alias=pick(alias_a, alias2),
+        tail_mass=Tf * tail1 + pick(0.0, excess),
+        steps=pick(Tf, k2.astype(jnp.float64)),
+        h_fine=pick(0.0, h1),
+        steps_fine=pick(0.0, Tf),
+        eta=grid.hoeffding_eta,
+        eta_abs=grid.hoeffding_eta_abs,
+        mgf_t=mgf_t,
+        mgf_K=mgf_K,
+        mgf_inf=-jnp.expm1(Tf * log_keep1),
+    )
 
-    # ---- coarse per-step law: Chernoff windows of every k-fold law --------------------------
+
+def _two_stage_split(m, direction, grid, lo, hi, Tf, log_tail):
+    """Choose k_1 (and the lattices h_1, h_2) from the Chernoff windows of the k-fold laws on a
+    coarse per-step law.  Returns k_1 (float), the stage-1 window's left end, h_1, h_2, the T-fold
+    window's left end, the t grid, the coarse one-step log-MGF on it and the spread."""
+    n, nc, n1 = grid.size, grid.coarse_points(), grid.fine_points()
+    w_single = hi - lo
     pc, lc, varc = _coarse_ctd(m, direction, lo, hi, nc)
     scale = jnp.sqrt(Tf * varc)
     scale = jnp.where(scale > 0, scale, 1.0)
@@ -940,15 +988,17 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     xl1s, h1s, h2s, scores = jax.vmap(plan)(cands)
     # the predicted shift is nearly flat in k1 once the (k1+1)-fold window sets h1, while the
     # stage-1 float allowance and excess mass enter k2 = T / k1 times: take the largest k1 whose
-    # predicted shift is within 10% of the smallest (measured: 1.51% -> 0.77% bracket width at
-    # q = 3e-4, T = 3e4, sigma = 0.8, delta = 1e-8, where k2 * allowance was 4% of delta)
+    # predicted shift is within 10% of the smallest (benchmarks/results/poisson_accuracy.md: the
+    # bracket at q = 3e-4, T = 3e4, sigma = 0.8, delta = 1e-8 halved in width)
     idx = jnp.arange(cands.shape[0])
     best = jnp.max(jnp.where(scores <= 1.1 * jnp.min(scores), idx, -1))
-    k1f, xl1, h1, h2 = cands[best], xl1s[best], h1s[best], h2s[best]
-    k1 = k1f.astype(jnp.int64)
-    single = k1 >= T
+    return cands[best], xl1s[best], h1s[best], h2s[best], xlT, ts, K1, scale
 
-    # ---- stage 1: fine lattice, powers k1 and k1 + 1 ------------------------------------------
+
+def _stage_one(m, direction, grid, lo, hi, k1, k1f, xl1, h1, ts, K1):
+    """Fine lattice h_1: the CTD pmf, its FFT powers k_1 and k_1 + 1 in the stage-1 window, their
+    outside-window bounds (+ float allowance) and +inf masses."""
+    n1 = grid.fine_points()
     off1 = jnp.floor(lo / h1) - 1.0
     pmf1, inf1, tail1 = ctd_pmf(m, direction, h1, off1, n1)
     l1 = (off1 + jnp.arange(n1)) * h1
@@ -958,8 +1008,7 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     # four cells above hi + h1 (the cell holding the top of the range is kept whole: the add
     # direction's loss piles up just below its supremum): a hard cut moved whole cells (at the tail
     # budget's level) to +inf as the lattice slid past it, a sawtooth in sigma that autodiff does
-    # not see (d eps / d sigma 2e-4 off the finite differences at steps 1e-3..3e-5 at q = 0.012,
-    # sigma = 3.1, T = 500)
+    # not see (d eps / d sigma 2e-4 off the finite differences at q = 0.012, sigma = 3.1, T = 500)
     ramp = jnp.clip((l1 - hi - h1) / (4.0 * h1), 0.0, 1.0)
     w_cut = ramp * ramp * (3.0 - 2.0 * ramp)
     m_cut = jnp.sum(pmf1 * w_cut)
@@ -992,8 +1041,15 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     log_keep1 = jnp.log1p(-jnp.minimum(inf1, 1.0))
     inf_a = -jnp.expm1(k1f * log_keep1)
     inf_b = -jnp.expm1((k1f + 1.0) * log_keep1)
+    return out_a, alias_a, inf_a, w_lo1, pmf1, l1, log_keep1, tail1, out_b, alias_b, inf_b
 
-    # ---- stage 2: the stage-1 laws as mechanisms on the coarse lattice -----------------------
+
+def _stage_two(s1, T, Tf, k1, h1, h2, xlT, ts, K1, n, n1):
+    """The stage-1 laws as mechanisms on the coarse lattice h_2: k_2 - r copies of the k_1-fold law
+    and r of the (k_1 + 1)-fold law, the outside of the T-fold window bounded by Chernoff."""
+    out_a, alias_a, inf_a, w_lo1, _, _, _, _, out_b, alias_b, inf_b = s1
+    sg = jax.lax.stop_gradient
+    tss = sg(ts)
     k2 = T // k1
     r = T - k1 * k2
     na, nb = (k2 - r).astype(jnp.float64), r.astype(jnp.float64)
@@ -1023,26 +1079,7 @@ def _compose_two_stage(component, direction: str, grid: Grid, tail=None, window_
     excess = jnp.expm1(
         na * jnp.log1p(2.0 * alias_a + above_a + below_a) + nb * jnp.log1p(2.0 * alias_b + above_b + below_b)
     )
-
-    mgf_t = _mgf_orders(scale)
-    mgf_K = Tf * _log_mgf_mm(pmf1, l1, mgf_t)
-    pick = lambda one, two: jnp.where(single, one, two)  # noqa: E731
-    return PLD(
-        pmf=pick(out_a, jnp.concatenate([out2, jnp.zeros((n1 - n,), out2.dtype)])),
-        offset=pick(w_lo1, w_lo2).astype(jnp.float64),
-        h=pick(h1, h2),
-        inf_mass=pick(inf_a, inf2),
-        alias=pick(alias_a, alias2),
-        tail_mass=Tf * tail1 + pick(0.0, excess),
-        steps=pick(Tf, k2.astype(jnp.float64)),
-        h_fine=pick(0.0, h1),
-        steps_fine=pick(0.0, Tf),
-        eta=grid.hoeffding_eta,
-        eta_abs=grid.hoeffding_eta_abs,
-        mgf_t=mgf_t,
-        mgf_K=mgf_K,
-        mgf_inf=-jnp.expm1(Tf * log_keep1),
-    )
+    return k2, out2, w_lo2, alias2, inf2, excess
 
 
 def max_width(los, his):

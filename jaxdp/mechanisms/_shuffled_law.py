@@ -372,13 +372,9 @@ def _laplace_nodes(s, m, v, xi_lo, xi_hi, n_talbot, n_cheb, n_slots, block):
 # ---- the law ---------------------------------------------------------------------------------
 
 
-def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, block: int = 64, method: str = "auto"):
-    """Law of U under P and Q on a grid; see module docstring.
-
-    ``method``: "auto" (Laplace where :func:`_use_laplace`, else Fourier), or force "fourier" /
-    "laplace" (for tests and calibration).
-    """
-    s = 1.0 / sigma
+def _fourier_range(s, m, *, n_coarse: int, tail: float, nz: int):
+    """Support [x_lo, x_lo + width) of U on the Fourier grid, its spacing h and damping alpha, and
+    the probe's Laplace transform at the Chernoff lambdas (for the log-S range)."""
     sqrt_m = jnp.sqrt(m)
     v = jnp.expm1(s * s)
     sd = jnp.sqrt(v)
@@ -416,51 +412,15 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     # amplifies FFT round-off by up to e^{alpha W / 2} in the trusted half).
     _, q_far = jump_tail(x_lo + width, s, m, sqrt_m)
     alpha = jnp.clip(jnp.log(q_far + 1e-300) + 34.0, 0.0, _LOG_TAIL_SUPPRESSION) / width
-    n_fine = n_coarse * upsample
+    return x_lo, x_hi, h, width, alpha, lphi_p, lam_ch
+
+
+def _fourier_law(k, kq, s, m, x_lo, x_hi, h, width, alpha, w, nf, *, n_fine: int, upsample: int):
+    """Fourier method: damped FFT cell masses of U under P and Q and their cdf / sf, with the mass
+    beyond the trusted range from the one-big-jump estimate when that range reaches x_hi."""
+    sqrt_m = jnp.sqrt(m)
+    sd = jnp.sqrt(jnp.expm1(s * s))
     hf = h / upsample
-    j = jnp.arange(n_coarse // 2 + 1, dtype=jnp.float64)
-    w = 2.0 * jnp.pi * j / width
-    nf = n_coarse // 2 + 1
-    nf_pad = nf + (-nf) % block
-    # ---- Laplace-method range and nodes (log S), computed for every (sigma, M) -------------------
-    n_talbot, n_cheb = _talbot_sizes(max(nf_pad, 17 * block))
-    n_slots = max(nf_pad, n_talbot * n_cheb)
-    n_slots += (-n_slots) % block
-    log_tail = math.log(_LOG_RANGE_TAIL)
-    # P(S <= t) <= e^{lambda t} E[e^{-lambda Y}]^M (Chernoff, any lambda > 0) and S >= a summand
-    t_ch = jnp.max((log_tail - m * jnp.real(lphi_p[_N_PROBE:])) / lam_ch)
-    y_hi = jnp.maximum(
-        jnp.exp(0.5 * s * s - s * ndtri(_LOG_RANGE_TAIL)),
-        jnp.exp(-0.5 * s * s - s * ndtri(_LOG_RANGE_TAIL / m)),
-    )
-    xi_hi = jnp.log(y_hi + m + 10.0 * jnp.sqrt(m * v))
-    xi_lo = jnp.maximum(jnp.log(jnp.maximum(t_ch, 1e-300)), -0.5 * s * s + s * ndtri(_LOG_RANGE_TAIL))
-    xi_lo = jnp.minimum(xi_lo, xi_hi - 1.0)
-    use_log = {"auto": _use_laplace(s, m, v, n_talbot), "fourier": jnp.asarray(False), "laplace": jnp.asarray(True)}[method]
-    lam_t, beta_t = _laplace_nodes(s, m, v, xi_lo, xi_hi, n_talbot, n_cheb, n_slots, block)
-    n_lt = n_talbot * n_cheb
-    # ---- one shared evaluation: Fourier frequencies or Laplace nodes -------------------------------
-    wpad = jnp.concatenate([w, w[-1] + (1 + jnp.arange(n_slots - nf)) * (w[1] - w[0])])
-    u_fft = (wpad + 1j * alpha) / sqrt_m
-    u_lt = 1j * lam_t
-    b_fft = jnp.full((n_slots // block,), beta0)
-    b_lt = beta_t
-    u = jnp.where(use_log, u_lt, u_fft)
-    r, php, phq = _cf_sums(u, s, nz, block, jnp.where(use_log, b_lt, b_fft))
-    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap, center=True)
-    # inputs of the branch not taken are made harmless (finite values, finite derivatives)
-    k = jnp.where(use_log, 0.0, k[:nf])
-    kq = jnp.where(use_log, 0.0, kq[:nf])
-
-    def unwrap_rows(a):  # continue the logarithm along each Talbot contour (from lambda > 0)
-        return jnp.swapaxes(_unwrap(jnp.swapaxes(a.reshape(n_talbot, n_cheb), 0, 1)), 0, 1).reshape(-1)
-
-    _, _, lphi_t, lphiq_t = _cf_logs(u[:n_lt], r[:n_lt], php[:n_lt], phq[:n_lt], unwrap_rows)
-    lam_flat = lam_t[:n_lt]
-    lphi_t = jnp.where(use_log, lphi_t, -lam_flat).reshape(n_talbot, n_cheb)
-    lphiq_t = jnp.where(use_log, lphiq_t, -lam_flat).reshape(n_talbot, n_cheb)
-
-    # ---- Fourier method: damped FFT cell masses --------------------------------------------------
     log_phi_p = m * k
     log_phi_q = (m - 1.0) * k + kq
     x0 = x_lo + 0.5 * hf
@@ -499,6 +459,71 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
     cdf_p, sf_p, bp = cdf_sf(mp, jnp.where(reached, jp, -1.0))
     cdf_q, sf_q, bq = cdf_sf(mq, jnp.where(reached, jq, -1.0))
     nyq = jnp.exp(jnp.real(log_phi_p[-1]))
+
+    return cdf_p, sf_p, cdf_q, sf_q, bp, bq, x_t, nyq, n_t, hf
+
+
+def _log_range(s, m, v, lphi_p, lam_ch):
+    """[xi_lo, xi_hi] of log S for the Laplace method: S >= a summand and the Chernoff bound
+    P(S <= t) <= e^{lambda t} E[e^{-lambda Y}]^M (any lambda > 0) on the probe's lambdas."""
+    log_tail = math.log(_LOG_RANGE_TAIL)
+    t_ch = jnp.max((log_tail - m * jnp.real(lphi_p[_N_PROBE:])) / lam_ch)
+    y_hi = jnp.maximum(
+        jnp.exp(0.5 * s * s - s * ndtri(_LOG_RANGE_TAIL)),
+        jnp.exp(-0.5 * s * s - s * ndtri(_LOG_RANGE_TAIL / m)),
+    )
+    xi_hi = jnp.log(y_hi + m + 10.0 * jnp.sqrt(m * v))
+    xi_lo = jnp.maximum(jnp.log(jnp.maximum(t_ch, 1e-300)), -0.5 * s * s + s * ndtri(_LOG_RANGE_TAIL))
+    return jnp.minimum(xi_lo, xi_hi - 1.0), xi_hi
+
+
+def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, block: int = 64, method: str = "auto"):
+    """Law of U under P and Q on a grid; see module docstring.
+
+    ``method``: "auto" (Laplace where :func:`_use_laplace`, else Fourier), or force "fourier" /
+    "laplace" (for tests and calibration).
+    """
+    s = 1.0 / sigma
+    sqrt_m = jnp.sqrt(m)
+    v = jnp.expm1(s * s)
+    beta0 = _beta_cf(s)
+    x_lo, x_hi, h, width, alpha, lphi_p, lam_ch = _fourier_range(s, m, n_coarse=n_coarse, tail=tail, nz=nz)
+    n_fine = n_coarse * upsample
+    j = jnp.arange(n_coarse // 2 + 1, dtype=jnp.float64)
+    w = 2.0 * jnp.pi * j / width
+    nf = n_coarse // 2 + 1
+    nf_pad = nf + (-nf) % block
+    # ---- Laplace-method range and nodes (log S), computed for every (sigma, M) -------------------
+    n_talbot, n_cheb = _talbot_sizes(max(nf_pad, 17 * block))
+    n_slots = max(nf_pad, n_talbot * n_cheb)
+    n_slots += (-n_slots) % block
+    xi_lo, xi_hi = _log_range(s, m, v, lphi_p, lam_ch)
+    use_log = {"auto": _use_laplace(s, m, v, n_talbot), "fourier": jnp.asarray(False), "laplace": jnp.asarray(True)}[method]
+    lam_t, beta_t = _laplace_nodes(s, m, v, xi_lo, xi_hi, n_talbot, n_cheb, n_slots, block)
+    n_lt = n_talbot * n_cheb
+    # ---- one shared evaluation: Fourier frequencies or Laplace nodes -------------------------------
+    wpad = jnp.concatenate([w, w[-1] + (1 + jnp.arange(n_slots - nf)) * (w[1] - w[0])])
+    u_fft = (wpad + 1j * alpha) / sqrt_m
+    u_lt = 1j * lam_t
+    b_fft = jnp.full((n_slots // block,), beta0)
+    b_lt = beta_t
+    u = jnp.where(use_log, u_lt, u_fft)
+    r, php, phq = _cf_sums(u, s, nz, block, jnp.where(use_log, b_lt, b_fft))
+    k, kq, _, _ = _cf_logs(u, r, php, phq, _unwrap, center=True)
+    # inputs of the branch not taken are made harmless (finite values, finite derivatives)
+    k = jnp.where(use_log, 0.0, k[:nf])
+    kq = jnp.where(use_log, 0.0, kq[:nf])
+
+    def unwrap_rows(a):  # continue the logarithm along each Talbot contour (from lambda > 0)
+        return jnp.swapaxes(_unwrap(jnp.swapaxes(a.reshape(n_talbot, n_cheb), 0, 1)), 0, 1).reshape(-1)
+
+    _, _, lphi_t, lphiq_t = _cf_logs(u[:n_lt], r[:n_lt], php[:n_lt], phq[:n_lt], unwrap_rows)
+    lam_flat = lam_t[:n_lt]
+    lphi_t = jnp.where(use_log, lphi_t, -lam_flat).reshape(n_talbot, n_cheb)
+    lphiq_t = jnp.where(use_log, lphiq_t, -lam_flat).reshape(n_talbot, n_cheb)
+
+    cdf_p, sf_p, cdf_q, sf_q, bp, bq, x_t, nyq, n_t, hf = _fourier_law(
+        k, kq, s, m, x_lo, x_hi, h, width, alpha, w, nf, n_fine=n_fine, upsample=upsample)
 
     # ---- Laplace method: Talbot inversion at Chebyshev nodes, resampled to a log-S table --------
     n_log = min(n_t + 1, _LOG_TABLE)

@@ -28,28 +28,26 @@ is delta(eps) = A(L > eps) - e^eps B(L > eps).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Protocol, Tuple
 
 import jax
+
+from .._pytree import pytree_dataclass
+
+__all__ = ["DIRECTIONS", "Mechanism", "pytree_dataclass"]
 
 DIRECTIONS = ("remove", "add")
 
 
 class Mechanism(Protocol):
+    """What the PLD engine calls on a mechanism, and nothing else.
+
+    ``prepare()`` returns the mechanism ready for repeated evaluation (e.g. with its law tabulated
+    once); a mechanism with nothing to precompute returns itself.
+    """
+
+    def prepare(self) -> "Mechanism": ...
+
     def privacy_loss_sf(self, x, direction: str) -> Tuple[jax.Array, jax.Array]: ...
 
     def privacy_loss_range(self, direction: str, tail: float) -> Tuple[jax.Array, jax.Array]: ...
-
-
-def pytree_dataclass(cls=None, *, static=()):
-    """Frozen dataclass whose fields are pytree leaves, except those named in ``static``."""
-
-    def wrap(c):
-        c = dataclasses.dataclass(frozen=True)(c)
-        names = [f.name for f in dataclasses.fields(c)]
-        data = [n for n in names if n not in static]
-        meta = [n for n in names if n in static]
-        return jax.tree_util.register_dataclass(c, data_fields=data, meta_fields=meta)
-
-    return wrap if cls is None else wrap(cls)

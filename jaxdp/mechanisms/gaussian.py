@@ -32,6 +32,9 @@ class SubsampledGaussian:
     noise_multiplier: float
     sampling_probability: float = 1.0
 
+    def prepare(self):
+        return self
+
     # x(t): the output at which the remove-direction loss equals t (t > log(1 - q)).
     def _x_of_loss(self, t):
         s, q = self.noise_multiplier, self.sampling_probability
@@ -109,6 +112,9 @@ class EpsilonDelta:
 
     epsilon: float
     delta: float
+
+    def prepare(self):
+        return self
 
     def privacy_loss_sf(self, x, direction: str):
         e, d = self.epsilon, self.delta

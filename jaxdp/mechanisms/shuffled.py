@@ -55,7 +55,10 @@ from jaxdp.mechanisms import _shuffled_gap as _gap
 from jaxdp.mechanisms import _shuffled_law as _law
 from jaxdp.mechanisms.base import DIRECTIONS, pytree_dataclass
 
-__all__ = ["ShuffledGaussian", "tradeoff", "tradeoff_curves", "tradeoff_reverse", "tv_gap"]
+from jaxdp.mechanisms._shuffled_law import ENVELOPE_TOL, SIGMA_MIN, curve_envelope, gap_envelope
+
+__all__ = ["ShuffledGaussian", "tradeoff", "tradeoff_curves", "tradeoff_reverse", "tv_gap",
+           "ENVELOPE_TOL", "SIGMA_MIN", "curve_envelope", "gap_envelope"]
 
 _SIGMA_RANGE = dict(lo=0.0, lo_open=True)
 _M_RANGE = dict(lo=1.0)
@@ -273,6 +276,16 @@ def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     return jnp.where(is_one, exact, jnp.where(bad, jnp.nan, f))
 
 
+def _checked_curve(a, sigma, M, reverse, grid_size, upsample, quad_nodes):
+    a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
+    sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
+    m, ok_m = _validate.check("M", M, **_M_RANGE)
+    if not (jnp.ndim(sigma) == 0 and jnp.ndim(m) == 0):
+        a, sigma, m = jnp.broadcast_arrays(a, sigma, m)
+    f = _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes)
+    return _validate.nan_where_invalid(f, ok_a & ok_s & ok_m)
+
+
 def tradeoff(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
     r"""Exact single-epoch trade-off :math:`T(P, Q)(a)` of shuffled DP-SGD.
 
@@ -281,24 +294,12 @@ def tradeoff(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_no
     absolute measured with the defaults (``docs/shuffle_exact.md``); NaN where the law cannot be
     resolved on the grid or the input is invalid.
     """
-    a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
-    sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
-    m, ok_m = _validate.check("M", M, **_M_RANGE)
-    if not (jnp.ndim(sigma) == 0 and jnp.ndim(m) == 0):
-        a, sigma, m = jnp.broadcast_arrays(a, sigma, m)
-    f = _vmapped(a, sigma, m, False, grid_size, upsample, quad_nodes)
-    return _validate.nan_where_invalid(f, ok_a & ok_s & ok_m)
+    return _checked_curve(a, sigma, M, False, grid_size, upsample, quad_nodes)
 
 
 def tradeoff_reverse(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
     r"""Reverse trade-off :math:`T(Q, P)(a)`: :math:`a(t) = Q(L \le t)`, :math:`f = P(L > t)`."""
-    a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
-    sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
-    m, ok_m = _validate.check("M", M, **_M_RANGE)
-    if not (jnp.ndim(sigma) == 0 and jnp.ndim(m) == 0):
-        a, sigma, m = jnp.broadcast_arrays(a, sigma, m)
-    f = _vmapped(a, sigma, m, True, grid_size, upsample, quad_nodes)
-    return _validate.nan_where_invalid(f, ok_a & ok_s & ok_m)
+    return _checked_curve(a, sigma, M, True, grid_size, upsample, quad_nodes)
 
 
 def _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes):

@@ -73,8 +73,7 @@ class PoissonSubsampled:
 
     def prepare(self):
         """Tabulate the inner law once, if it has a tabulation step (see :meth:`ShuffledGaussian.prepare`)."""
-        prep = getattr(self.mechanism, "prepare", None)
-        return self if prep is None else PoissonSubsampled(prep(), self.sampling_probability)
+        return PoissonSubsampled(self.mechanism.prepare(), self.sampling_probability)
 
     def privacy_loss_sf(self, x, direction: str):
         _check_direction(direction)

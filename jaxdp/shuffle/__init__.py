@@ -39,7 +39,6 @@ from .._batch import broadcast_map
 from .._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
 from ..core import pld as _pld
 from ..core import tradeoff as _tf
-from ..mechanisms import _shuffled_law as _law
 from ..mechanisms import shuffled as _exact
 from ..mechanisms.shuffled import ShuffledGaussian
 from . import asymptotics, closed_form
@@ -89,7 +88,7 @@ Bracket = _pld.Bracket
 # For E epochs of M rounds at noise sigma (mu = sqrt(E) / sigma), in both directions:
 #   G_mu <= f <= G_{mu / sqrt(M)}   (post-processing: knowing the round is the plain Gaussian;
 #                                    the linear test on the sum of the coordinates),
-#   f >= 1 - a - TV_up             (TV_up: mechanisms._shuffled_law.gap_envelope, incl. chi^2).
+#   f >= 1 - a - TV_up             (TV_up: mechanisms.shuffled.gap_envelope, incl. chi^2).
 # A certified or exact value that crosses a bound by more than the numerical tolerance is a
 # detected failure; the entry points then return the bound on their side (sound, documented in
 # docs/soundness.md); within the tolerance the value is moved onto the bound, which only brings
@@ -100,22 +99,22 @@ _EPS_TOL = 1e-7  # eps / delta: certified brackets vs closed-form Gaussian value
 
 
 def _curve_env(a, s, m, e):
-    return _law.curve_envelope(a, 1.0 / s, m, e)
+    return _exact.curve_envelope(a, 1.0 / s, m, e)
 
 
 def _sound_curve(lo, up, a, s, m, e):
     """(lower, upper) of a curve bracket after the envelope check (shapes broadcast)."""
     floor, ceil = _curve_env(a, s, m, e)
-    bad = ~jnp.isfinite(lo) | (lo > ceil + _law.ENVELOPE_TOL)
+    bad = ~jnp.isfinite(lo) | (lo > ceil + _exact.ENVELOPE_TOL)
     lo = jnp.where(bad, floor, jnp.clip(lo, floor, ceil))
-    upb = ~jnp.isfinite(up) | (up < floor - _law.ENVELOPE_TOL)
+    upb = ~jnp.isfinite(up) | (up < floor - _exact.ENVELOPE_TOL)
     up = jnp.where(bad | upb, ceil, jnp.clip(up, floor, ceil))
     return lo, up
 
 
 def _sound_gap(lo, up, s, m, e):
-    g_lo, g_up = _law.gap_envelope(1.0 / s, m, e)
-    bad = ~jnp.isfinite(up) | (up < g_lo - _law.ENVELOPE_TOL)
+    g_lo, g_up = _exact.gap_envelope(1.0 / s, m, e)
+    bad = ~jnp.isfinite(up) | (up < g_lo - _exact.ENVELOPE_TOL)
     up = jnp.where(bad, g_up, jnp.clip(up, g_lo, g_up))
     lo = jnp.where(bad | ~jnp.isfinite(lo), g_lo, jnp.clip(lo, g_lo, g_up))
     return lo, up
@@ -129,7 +128,7 @@ def _sound_eps(lo, up, d, s, m, e):
     """eps(delta), worse direction: eps_{G_{mu/sqrt M}} <= eps <= eps_{G_mu}, and 0 when delta >= TV_up."""
     mu = jnp.sqrt(e) / s
     e_lo = _gauss_eps(d, mu / jnp.sqrt(m))
-    _, tv_up = _law.gap_envelope(1.0 / s, m, e)
+    _, tv_up = _exact.gap_envelope(1.0 / s, m, e)
     e_up = jnp.where(d >= tv_up, 0.0, _gauss_eps(d, mu))
     tol = _EPS_TOL * (1.0 + e_lo)
     bad = ~jnp.isfinite(up) | (up < e_lo - tol)
@@ -141,12 +140,12 @@ def _sound_eps(lo, up, d, s, m, e):
 def _sound_delta(lo, up, x, s, m, e):
     """delta(eps), worse direction: delta_{G_{mu/sqrt M}} <= delta <= delta_{G_mu} (and <= TV_up for eps >= 0)."""
     mu = jnp.sqrt(e) / s
-    d_lo = jnp.clip(_tf._gauss_delta(x, mu / jnp.sqrt(m)), 0.0, 1.0)
-    _, tv_up = _law.gap_envelope(1.0 / s, m, e)
+    d_lo = jnp.clip(_tf.gaussian_delta_unchecked(x, mu / jnp.sqrt(m)), 0.0, 1.0)
+    _, tv_up = _exact.gap_envelope(1.0 / s, m, e)
     # delta(eps) <= delta(0) = TV only for eps >= 0 (delta is non-increasing in eps)
-    d_g = jnp.clip(_tf._gauss_delta(x, mu), 0.0, 1.0)
+    d_g = jnp.clip(_tf.gaussian_delta_unchecked(x, mu), 0.0, 1.0)
     d_up = jnp.maximum(jnp.where(x >= 0.0, jnp.minimum(d_g, tv_up), d_g), d_lo)
-    bad = ~jnp.isfinite(up) | (up < d_lo - _law.ENVELOPE_TOL)
+    bad = ~jnp.isfinite(up) | (up < d_lo - _exact.ENVELOPE_TOL)
     up = jnp.where(bad, d_up, jnp.clip(up, d_lo, d_up))
     lo = jnp.where(bad | ~jnp.isfinite(lo), d_lo, jnp.clip(lo, d_lo, d_up))
     return lo, up
@@ -162,72 +161,68 @@ def _plds(sigma, m, epochs, directions, grid):
     return [_pld.self_compose(mech, epochs.astype(jnp.int64), d, grid) for d in directions]
 
 
-@functools.partial(jax.jit, static_argnames=("grid",))
-def _eps_core(d, s, m, e, ok, grid):
-    def one(d_, s_, m_, e_):
-        ps = _plds(s_, m_, e_, ("remove", "add"), grid)
-        g = _tf.gaussian_epsilon(d_, jnp.sqrt(e_) / s_)  # M = 1: the Gaussian mechanism, exact
-        up = jnp.max(jnp.stack([p.epsilon_upper(d_) for p in ps]))
-        lo = jnp.max(jnp.stack([p.epsilon_lower(d_) for p in ps]))
-        one_round = m_ == 1.0
-        lo, up = _sound_eps(lo, up, d_, s_, jnp.where(one_round, 2.0, m_), e_)
-        # eps >= 0 by convention
-        return jnp.maximum(jnp.where(one_round, g, lo), 0.0), jnp.maximum(jnp.where(one_round, g, up), 0.0)
+# eps(delta) and delta(eps): the PLD conversion, the M = 1 closed form (the Gaussian mechanism,
+# exact), the envelope check, and the value a masked (invalid) entry is evaluated at
+_CONVERSIONS = {
+    "epsilon": (lambda p, v: p.epsilon_upper(v), lambda p, v: p.epsilon_lower(v),
+                lambda v, mu: _tf.gaussian_epsilon(v, mu), lambda *a: _sound_eps(*a), 1e-5),
+    "delta": (lambda p, v: p.delta_upper(v), lambda p, v: p.delta_lower(v),
+              lambda v, mu: _tf.gaussian_delta_unchecked(v, mu), lambda *a: _sound_delta(*a), 1.0),
+}
 
-    d, s, m, e, ok = jnp.broadcast_arrays(d, s, m, e, ok)
-    lo, up = broadcast_map(one, jnp.where(ok, d, 1e-5), jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+
+@functools.partial(jax.jit, static_argnames=("grid", "which"))
+def _conversion_core(v, s, m, e, ok, grid, which):
+    upper, lower, gauss, sound, fill = _CONVERSIONS[which]
+
+    def one(v_, s_, m_, e_):
+        ps = _plds(s_, m_, e_, ("remove", "add"), grid)
+        g = gauss(v_, jnp.sqrt(e_) / s_)
+        up = jnp.max(jnp.stack([upper(p, v_) for p in ps]))
+        lo = jnp.max(jnp.stack([lower(p, v_) for p in ps]))
+        one_round = m_ == 1.0
+        lo, up = sound(lo, up, v_, s_, jnp.where(one_round, 2.0, m_), e_)
+        lo, up = jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
+        if which == "epsilon":  # eps >= 0 by convention
+            lo, up = jnp.maximum(lo, 0.0), jnp.maximum(up, 0.0)
+        return lo, up
+
+    v, s, m, e, ok = jnp.broadcast_arrays(v, s, m, e, ok)
+    lo, up = broadcast_map(one, jnp.where(ok, v, fill), jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+_ARG_RANGE = {"delta": dict(lo=0.0, hi=1.0, lo_open=True, hi_open=True), "epsilon": {}}
+
+
+def _conversion(arg, value, noise_multiplier, num_rounds, num_epochs, neighboring, grid):
+    """eps(delta) (``arg="delta"``) or delta(eps) (``arg="epsilon"``) as a certified bracket."""
+    _refuse_replace_one(neighboring)
+    check_broadcast(**{arg: value}, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
+    v, okv = check(arg, value, **_ARG_RANGE[arg])
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    lo, up = _conversion_core(v, s, m, e, ok & okv, grid, "epsilon" if arg == "delta" else "delta")
+    return Bracket(lower=lo, upper=up, value=up)
 
 
 def epsilon_for_delta_bracket(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
     """Certified bracket on eps(delta) after ``num_epochs`` shuffled epochs (worse direction)."""
-    _refuse_replace_one(neighboring)
-    check_broadcast(delta=delta, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
-    d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    lo, up = _eps_core(d, s, m, e, ok & okd, grid)
-    return Bracket(lower=lo, upper=up, value=up)
+    return _conversion("delta", delta, noise_multiplier, num_rounds, num_epochs, neighboring, grid)
 
 
 def epsilon_for_delta(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID):
     r"""Certified upper bound on :math:`\varepsilon(\delta)` (worse of add and remove) for E epochs of M rounds."""
-    return epsilon_for_delta_bracket(
-        delta, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs,
-        neighboring=neighboring, grid=grid,
-    ).upper
-
-
-@functools.partial(jax.jit, static_argnames=("grid",))
-def _delta_core(x, s, m, e, ok, grid):
-    def one(x_, s_, m_, e_):
-        ps = _plds(s_, m_, e_, ("remove", "add"), grid)
-        g = _tf._gauss_delta(x_, jnp.sqrt(e_) / s_)
-        up = jnp.max(jnp.stack([p.delta_upper(x_) for p in ps]))
-        lo = jnp.max(jnp.stack([p.delta_lower(x_) for p in ps]))
-        one_round = m_ == 1.0
-        lo, up = _sound_delta(lo, up, x_, s_, jnp.where(one_round, 2.0, m_), e_)
-        return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
-
-    x, s, m, e, ok = jnp.broadcast_arrays(x, s, m, e, ok)
-    lo, up = broadcast_map(one, jnp.where(ok, x, 1.0), jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
-    return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+    return _conversion("delta", delta, noise_multiplier, num_rounds, num_epochs, neighboring, grid).upper
 
 
 def delta_for_epsilon_bracket(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
-    _refuse_replace_one(neighboring)
-    check_broadcast(epsilon=epsilon, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
-    x, okx = check("epsilon", epsilon)
-    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    lo, up = _delta_core(x, s, m, e, ok & okx, grid)
-    return Bracket(lower=lo, upper=up, value=up)
+    """Certified bracket on delta(eps) after ``num_epochs`` shuffled epochs (worse direction)."""
+    return _conversion("epsilon", epsilon, noise_multiplier, num_rounds, num_epochs, neighboring, grid)
 
 
 def delta_for_epsilon(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID):
     r"""Certified upper bound on :math:`\delta(\varepsilon)` (worse direction)."""
-    return delta_for_epsilon_bracket(
-        epsilon, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs,
-        neighboring=neighboring, grid=grid,
-    ).upper
+    return _conversion("epsilon", epsilon, noise_multiplier, num_rounds, num_epochs, neighboring, grid).upper
 
 
 # ------------------------------------------------------------------------------------------------
@@ -329,11 +324,16 @@ def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", r
     return nan_where_invalid(f, ok & oka)
 
 
-@functools.partial(jax.jit, static_argnames=("grid", "multi"))
-def _gap_exact_core(s, m, e, ok, grid, multi=True):
+@functools.partial(jax.jit, static_argnames=("grid", "multi", "law"))
+def _gap_exact_core(s, m, e, ok, grid, multi=True, law=True):
+    # law=False: the numerical law is known to be unresolved (sigma < SIGMA_MIN), so its NaN is
+    # not computed; the envelope below then gives the same value as the full program, which
+    # costs a minute to compile
     def one(s_, m_, e_):
-        tv1 = _exact.tv_gap(s_, m_)
-        if multi:
+        tv1 = _exact.tv_gap(s_, m_) if law else jnp.nan * s_
+        if not law:
+            lo = up = tv1
+        elif multi:
             p = _plds(s_, m_, e_, ("remove",), grid)[0]
             lo, up = p.delta_lower(0.0), p.delta_upper(0.0)
         else:
@@ -354,8 +354,24 @@ def delta_gap_bracket(*, noise_multiplier, num_rounds, num_epochs=1, neighboring
     """Bracket on the exact gap sup_a (1 - a - f(a)) (= TV; the same for both directions)."""
     _refuse_replace_one(neighboring)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    lo, up = _gap_exact_core(s, m, e, ok, grid, _multi(num_epochs))
+    lo, up = _gap_exact_core(s, m, e, ok, grid, _multi(num_epochs), not _below_law_domain(s))
     return Bracket(lower=lo, upper=up, value=up)
+
+
+def _below_law_domain(s):
+    """Concrete noise multipliers all below the numerical law's domain (it would return NaN)."""
+    return not is_traced(s) and bool(np.all(np.asarray(s) < _exact.SIGMA_MIN))
+
+
+def delta_gap_envelope(*, noise_multiplier, num_rounds, num_epochs=1):
+    r"""Rigorous upper bound on the gap without the numerical law (cheap, any sigma > 0).
+
+    The bound the exact method falls back to where its law is not resolved (sigma < 0.3): the
+    plain Gaussian mechanism (post-processing: knowing the round) and the chi^2 bound, whichever
+    is smaller (:func:`jaxdp.mechanisms.shuffled.gap_envelope`); the Gaussian itself at M = 1.
+    """
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    return _gap_exact_core(s, m, e, ok, SHUFFLE_GRID, False, False)[1]
 
 
 def delta_gap(*, noise_multiplier, num_rounds, num_epochs=1, method="exact", neighboring="add_remove"):
@@ -460,6 +476,7 @@ __all__ = [
     "tradeoff_bracket",
     "delta_gap",
     "delta_gap_bracket",
+    "delta_gap_envelope",
     "epsilon_for_delta",
     "epsilon_for_delta_bracket",
     "delta_for_epsilon",

@@ -38,7 +38,7 @@ from jax.scipy.special import ndtr
 
 from jaxdp import _config  # noqa: F401  (float64)
 from jaxdp._validate import check, check_choice, check_static_int, nan_where_invalid
-from jaxdp.shuffle.closed_form import _alpha, _epochs, _g, _rounds, _sigma
+from jaxdp.shuffle._common import _alpha, _epochs, _mu_curve, _rounds, _sigma
 
 __all__ = [
     "clt_ratio",
@@ -86,11 +86,7 @@ def mu_clt(sigma, M, E=1):
 
 def tradeoff_clt(a, sigma, M, E=1):
     """CLT approximation :math:`G_{\\mu_E}(a) = \\Phi(\\Phi^{-1}(1-a) - \\mu_E)` [D] (not a bound)."""
-    a, ok_a = _alpha(a)
-    sigma, ok_s = _sigma(sigma)
-    M, ok_m = _rounds(M)
-    E, ok_e = _epochs(E)
-    return nan_where_invalid(_g(a, _mu_clt(sigma, M, E)), ok_a & ok_s & ok_m & ok_e)
+    return _mu_curve(_mu_clt, a, sigma, M, E)
 
 
 def delta_gap_clt(sigma, M, E=1):
@@ -260,23 +256,23 @@ def _finite(x):
     return jnp.where(jnp.isfinite(x), x, 0.0)
 
 
-def _ew_sf(x, c3, c4, c6):
-    # 1 - F(x),  F(x) = Phi(x) - phi(x)[c3 He2 + c4 He3 + c6 He5]  (int_{-inf}^x phi He_n = -phi He_{n-1})
+def _ew_correction(x, c3, c4, c6):
+    # phi(x)[c3 He2 + c4 He3 + c6 He5]  (int_{-inf}^x phi He_n = -phi He_{n-1})
     xs, x = x, _finite(x)
     x2 = x * x
     he2 = x2 - 1.0
     he3 = x * (x2 - 3.0)
     he5 = x * (x2 * x2 - 10.0 * x2 + 15.0)
-    return ndtr(-xs) + _phi(xs) * (c3 * he2 + c4 * he3 + c6 * he5)
+    return _phi(xs) * (c3 * he2 + c4 * he3 + c6 * he5)
+
+
+def _ew_sf(x, c3, c4, c6):
+    # 1 - F(x),  F(x) = Phi(x) - phi(x)[c3 He2 + c4 He3 + c6 He5]
+    return ndtr(-x) + _ew_correction(x, c3, c4, c6)
 
 
 def _ew_cdf(x, c3, c4, c6):
-    xs, x = x, _finite(x)
-    x2 = x * x
-    he2 = x2 - 1.0
-    he3 = x * (x2 - 3.0)
-    he5 = x * (x2 * x2 - 10.0 * x2 + 15.0)
-    return ndtr(xs) - _phi(xs) * (c3 * he2 + c4 * he3 + c6 * he5)
+    return ndtr(x) - _ew_correction(x, c3, c4, c6)
 
 
 def _ew_first_moment(x, c3, c4, c6):
@@ -301,6 +297,14 @@ def _check_order(order):
     return order
 
 
+def _edgeworth_args(t, sigma, M, order):
+    order = _check_order(order)
+    t, ok_t = check("t", t, allow_inf=True)
+    sigma, ok_s = _sigma(sigma)
+    M, ok_m = _rounds(M)
+    return t, M, ok_t & ok_s & ok_m, _u_std_params(sigma, M, order)
+
+
 def edgeworth_cdf(t, sigma, M, *, order=2):
     """Edgeworth approximation of P(U <= t) [D] (not a bound).
 
@@ -314,12 +318,8 @@ def edgeworth_cdf(t, sigma, M, *, order=2):
 
     ``order=1`` keeps only the g term (error O(1/M)), ``order=2`` all (error O(M^{-3/2})).
     """
-    order = _check_order(order)
-    t, ok_t = check("t", t, allow_inf=True)
-    sigma, ok_s = _sigma(sigma)
-    M, ok_m = _rounds(M)
-    w, c3, c4, c6 = _u_std_params(sigma, M, order)
-    return nan_where_invalid(_ew_cdf(t / jnp.sqrt(w), c3, c4, c6), ok_t & ok_s & ok_m)
+    t, M, ok, (w, c3, c4, c6) = _edgeworth_args(t, sigma, M, order)
+    return nan_where_invalid(_ew_cdf(t / jnp.sqrt(w), c3, c4, c6), ok)
 
 
 def edgeworth_partial_expectation(t, sigma, M, *, order=2):
@@ -334,14 +334,10 @@ def edgeworth_partial_expectation(t, sigma, M, *, order=2):
 
     (y He_n(y) = He_{n+1}(y) + n He_{n-1}(y) and int_{-inf}^x phi He_n = -phi He_{n-1}).
     """
-    order = _check_order(order)
-    t, ok_t = check("t", t, allow_inf=True)
-    sigma, ok_s = _sigma(sigma)
-    M, ok_m = _rounds(M)
-    w, c3, c4, c6 = _u_std_params(sigma, M, order)
+    t, M, ok, (w, c3, c4, c6) = _edgeworth_args(t, sigma, M, order)
     x = t / jnp.sqrt(w)
     val = _ew_cdf(x, c3, c4, c6) + jnp.sqrt(w / M) * _ew_first_moment(x, c3, c4, c6)
-    return nan_where_invalid(val, ok_t & ok_s & ok_m)
+    return nan_where_invalid(val, ok)
 
 
 _GRID_HALF_WIDTH = 12.0

@@ -39,6 +39,7 @@ from jax.scipy.special import ndtr, ndtri
 
 from jaxdp import _config  # noqa: F401  (float64)
 from jaxdp._validate import check, nan_where_invalid
+from ._common import _alpha, _epochs, _mu_curve, _rounds, _sigma
 
 __all__ = [
     "REGIME_NAMES",
@@ -66,20 +67,6 @@ BERRY_ESSEEN_C = 0.56
 BERRY_ESSEEN_C_B = 0.7975
 
 
-def _sigma(sigma):
-    return check("sigma", sigma, lo=0.0, lo_open=True)
-
-
-def _rounds(M, name="M"):
-    return check(name, M, lo=1.0)
-
-
-def _epochs(E):
-    return check("E", E, lo=1.0)
-
-
-def _alpha(a):
-    return check("a", a, lo=0.0, hi=1.0)
 
 
 def gaussian_tradeoff(a, mu):
@@ -92,8 +79,6 @@ def gaussian_tradeoff(a, mu):
     return nan_where_invalid(ndtr(-ndtri(a) - mu), ok_a & ok_m)
 
 
-def _g(a, mu):
-    return ndtr(-ndtri(a) - mu)
 
 
 def _rho(s):
@@ -190,13 +175,13 @@ def compose_delta(delta, E):
 REGIME_NAMES = ("berry_esseen", "gap", "impossible")
 
 
-def _log_regime_rounds(sigma):
+def log_regime_rounds(sigma):
     """log of the fewest rounds inside the Berry-Esseen regime: M >= e^{3/sigma^2} [P]."""
     return 3.0 / sigma**2
 
 
 def _in_regime(sigma, log_m):
-    return _log_regime_rounds(sigma) <= log_m
+    return log_regime_rounds(sigma) <= log_m
 
 
 def regime_threshold(M):
@@ -322,11 +307,7 @@ def tradeoff_linear_test(a, sigma, M, E=1):
     .. math::  f^{\\otimes E}(a) \\le G_{\\sqrt E/(\\sigma\\sqrt M)}(a),\\quad
                G_\\mu(a) = \\Phi(\\Phi^{-1}(1-a) - \\mu).
     """
-    a, ok_a = _alpha(a)
-    sigma, ok_s = _sigma(sigma)
-    M, ok_m = _rounds(M)
-    E, ok_e = _epochs(E)
-    return nan_where_invalid(_g(a, _mu_linear(sigma, M, E)), ok_a & ok_s & ok_m & ok_e)
+    return _mu_curve(_mu_linear, a, sigma, M, E)
 
 
 def delta_linear_test(sigma, M, E=1):
@@ -368,7 +349,7 @@ def rounds_berry_esseen(delta, sigma, E=1, *, C=BERRY_ESSEEN_C):
     C, ok_c = check("C", C, lo=0.0, lo_open=True)
     d1 = -jnp.expm1(jnp.log1p(-delta) / E)
     m = (3.0 * C * _ratio(sigma) / d1) ** 2
-    m = jnp.maximum(m, jnp.exp(_log_regime_rounds(sigma)))
+    m = jnp.maximum(m, jnp.exp(log_regime_rounds(sigma)))
     return nan_where_invalid(m, ok_d & ok_s & ok_e & ok_c)
 
 
