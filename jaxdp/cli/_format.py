@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 
 #: tables wider than this are split into column groups unless ``--wide`` (or ``--json``) is given
 MAX_WIDTH = 100
@@ -94,7 +95,12 @@ class Footnotes:
         return f"n/a {self.mark(reason)}" if is_na(x) else num(x, digits)
 
     def lines(self):
-        return [f"[{k}] {r}" for k, r in enumerate(self.reasons, 1)]
+        return [wrap(f"[{k}] {r}", "    ") for k, r in enumerate(self.reasons, 1)]
+
+
+def wrap(text, indent="  ", width=MAX_WIDTH):
+    """``text`` wrapped to ``width`` columns, continuation lines indented."""
+    return "\n".join(textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False))
 
 
 def with_reasons(payload, reasons):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from . import _args as A
-from ._format import Footnotes, emit, num, table, with_reasons
+from ._format import Footnotes, emit, num, table, with_reasons, wrap
 from ._runtime import setup_jax, working
 
 NAME = "shuffle"
@@ -61,7 +61,7 @@ def reasons(args, r):
         exact = "the certified PLD engine returned no value at these settings; use the bounds"
     thr = math.sqrt(3.0 / math.log(m)) if m > 1 else math.inf
     be = (f"Berry-Esseen bound holds only for sigma >= sqrt(3/ln M) = {num(thr)} (sigma = {num(s)}); "
-          "use the exact value" if m > 1 else "Berry-Esseen bound needs M >= 2; use the exact value")
+          "use the exact value or the linear-test lower bound" if m > 1 else "Berry-Esseen bound needs M >= 2; use the exact value")
     k = skewness_over_sqrt_m(s, m)
     approx = (f"outside the CLT/Edgeworth domain: skewness(U)/sqrt(M) = {num(k, 3)} > 1 (they need many rounds "
               "relative to the likelihood ratio's skewness); use the exact value or the bounds")
@@ -124,11 +124,11 @@ def _text(args, r, regime, notes, why):
     cols = [("tradeoff_exact", "exact"), ("tradeoff_exact_reverse", "exact_reverse"), ("tradeoff_berry_esseen", "berry_esseen"),
             ("tradeoff_clt", "clt"), ("tradeoff_edgeworth", "edgeworth")]
     tr = [[num(a)] + [notes.cell(t[c][i], why[k], 6) for c, k in cols] for i, a in enumerate(r["table_a"])]
-    exact_f = "exact" if args.epochs == 1 else "certified lower bound"
+    exact_f = "exact values" if args.epochs == 1 else "certified lower bound on f"
     return "\n".join([
         f"Shuffled DP-SGD: sigma = {num(args.sigma)}, M = {args.rounds:,} rounds/epoch, E = {args.epochs} epoch(s)",
         "(add/remove one example; adversary sees every round)",
-        f"regime: {regime[0]} ({regime[1]})",
+        wrap(f"regime: {regime[0]} ({regime[1]})"),
         f"CLT mu = {num(r['mu_clt'], 6)}",
         "",
         "gap sup_a (1 - a - f(a))  [the delta of f(a) >= 1 - a - delta]",
