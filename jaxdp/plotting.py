@@ -135,7 +135,10 @@ def lines(path, x, series, *, xlabel="", ylabel="", title="", logx=False, logy=F
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if logx:
+        from matplotlib.ticker import NullFormatter
+
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels (3x10^0 4x10^0 ...) overlap
     if logy:
         ax.set_yscale("log")
     ax.set_title(title)

@@ -2,7 +2,7 @@
 
 Every function here takes numpy-friendly inputs, runs **one** jitted call per command (values
 batched into arrays, inputs padded to a fixed shape where a sweep is chunked), and returns plain
-numpy arrays.  The command-line layer (:mod:`jaxdp.cli`) formats them.
+numpy arrays.  The subcommand modules of :mod:`jaxdp.cli` format them.
 
 Planning (:func:`plan_exact`) finds the *smallest integer* M whose exact gap is <= delta with a
 single compiled search: a few log-log secant steps from the CLT guess locate the real root, then a
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtri
 
-from .. import _config  # noqa: F401
+import jaxdp  # noqa: F401  (float64 before anything is traced)
 
 MAX_ROUNDS = 1e12
 
