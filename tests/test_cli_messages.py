@@ -270,3 +270,19 @@ def test_table_split_keeps_every_column():
     assert max(map(len, text.splitlines())) <= 100
     for j in range(20):
         assert re.search(rf"\bcolumn{j}\b", text)
+
+
+def test_vacuous_berry_esseen_zero_is_flagged(monkeypatch, capsys):
+    stub = _shuffle_stub()
+
+    def report(*a):
+        r = stub(*a)
+        r["table"]["tradeoff_berry_esseen"] = np.zeros(len(cc.TABLE_A))
+        return r
+
+    monkeypatch.setattr(cc, "shuffle_report", report)
+    code, out, _ = run(["shuffle", "--epochs", "100"], capsys)
+    assert code == 0 and "vacuous" in out
+    rows = [ln for ln in out.splitlines() if ln[:1] == "0" and "." in ln.split()[0]]
+    assert rows and all(" 0 [" in ln for ln in rows)
+    assert max(map(len, out.splitlines())) <= 100

@@ -116,6 +116,13 @@ def _gap_rows(args, r, notes, why):
     return rows
 
 
+def _tradeoff_cell(notes, x, why, key, args):
+    """A trade-off value; a Berry-Esseen lower bound of 0 is flagged as vacuous (true but uninformative)."""
+    if key == "berry_esseen" and x == 0.0:
+        return f"0 {notes.mark('vacuous: the Berry-Esseen bound only gives f(a) >= 0 here (true, but no information); use the exact value')}"
+    return notes.cell(x, why, 6)
+
+
 def _text(args, r, regime, notes, why):
     gaps = _gap_rows(args, r, notes, why)
     eps_rows = [[num(d), notes.cell(lo, why["eps"], 6), notes.cell(up, why["eps"], 6)]
@@ -123,7 +130,7 @@ def _text(args, r, regime, notes, why):
     t = r["table"]
     cols = [("tradeoff_exact", "exact"), ("tradeoff_exact_reverse", "exact_reverse"), ("tradeoff_berry_esseen", "berry_esseen"),
             ("tradeoff_clt", "clt"), ("tradeoff_edgeworth", "edgeworth")]
-    tr = [[num(a)] + [notes.cell(t[c][i], why[k], 6) for c, k in cols] for i, a in enumerate(r["table_a"])]
+    tr = [[num(a)] + [_tradeoff_cell(notes, t[c][i], why[k], k, args) for c, k in cols] for i, a in enumerate(r["table_a"])]
     exact_f = "exact values" if args.epochs == 1 else "certified lower bound on f"
     return "\n".join([
         f"Shuffled DP-SGD: sigma = {num(args.sigma)}, M = {args.rounds:,} rounds/epoch, E = {args.epochs} epoch(s)",
@@ -137,8 +144,8 @@ def _text(args, r, regime, notes, why):
         "(epsilon, delta): certified bracket, worse of add/remove",
         table(["delta", "eps lower", "eps (certified)"], eps_rows, wide=args.wide),
         "",
-        f"trade-off curve f(a) = T(P, Q), reverse = T(Q, P); exact: {exact_f}; Berry-Esseen: lower bound on f;",
-        "CLT, Edgeworth: approximations",
+        wrap(f"trade-off curve f(a) = T(P, Q), reverse = T(Q, P); exact: {exact_f}; Berry-Esseen: lower bound on f; "
+             "CLT, Edgeworth: approximations", ""),
         table(["a", "exact", "exact reverse", "Berry-Esseen", "CLT", "Edgeworth"], tr, wide=args.wide),
     ] + ([""] + notes.lines() if notes.reasons else []))
 
