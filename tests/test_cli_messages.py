@@ -286,3 +286,8 @@ def test_vacuous_berry_esseen_zero_is_flagged(monkeypatch, capsys):
     rows = [ln for ln in out.splitlines() if ln[:1] == "0" and "." in ln.split()[0]]
     assert rows and all(" 0 [" in ln for ln in rows)
     assert max(map(len, out.splitlines())) <= 100
+
+
+def test_reasons_only_beside_present_null_keys():
+    out = _format.with_reasons({"a": float("nan"), "b": 1.0, "c": [1.0, float("nan")]}, {"a": "A", "b": "B", "c": "C", "d": "D"})
+    assert out == {"a": float("nan") if False else out["a"], "b": 1.0, "c": out["c"], "a_reason": "A", "c_reason": "C"}

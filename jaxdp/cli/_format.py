@@ -107,7 +107,9 @@ def with_reasons(payload, reasons):
     """Add ``"<key>_reason": reason`` beside every key of ``payload`` whose value is (or holds) null."""
     out = dict(payload)
     for key, reason in reasons.items():
-        v = clean(out.get(key))
+        if key not in out:
+            continue
+        v = clean(out[key])
         if v is None or (isinstance(v, list) and any(x is None for x in v)):
             out[f"{key}_reason"] = reason
     return out
