@@ -54,12 +54,15 @@ def tradeoff_curves(path, a, curves, *, title="", styles=None, gap_panel=False):
             ax.set_title(title)
     if gap_panel:
         ax = axes[2]
-        ax.plot([], [])  # keep the colour cycle aligned with the other panels (they start with 1 - a)
-        for label, f in curves.items():
+        top = 0.0
+        for label, f in curves.items():  # same order, hence same colours, as the other panels
             d = 1 - a - np.asarray(f)
             ok = np.isfinite(d) & (d > 0)
             ax.plot(a[ok], d[ok], label=label, **styles.get(label, {}))
+            top = max(top, float(d[ok].max()) if ok.any() else 0.0)
         ax.set_yscale("log")
+        if top > 0:  # the curves all vanish at a = 0 and a = 1; show four decades below the largest distance
+            ax.set_ylim(top * 1e-4, top * 2)
         ax.set_xlim(0, 1)
         ax.set_xlabel("type I error a")
         ax.set_ylabel("1 - a - f(a)  (distance below the diagonal)")
