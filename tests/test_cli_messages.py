@@ -291,3 +291,25 @@ def test_vacuous_berry_esseen_zero_is_flagged(monkeypatch, capsys):
 def test_reasons_only_beside_present_null_keys():
     out = _format.with_reasons({"a": float("nan"), "b": 1.0, "c": [1.0, float("nan")]}, {"a": "A", "b": "B", "c": "C", "d": "D"})
     assert out == {"a": float("nan") if False else out["a"], "b": 1.0, "c": out["c"], "a_reason": "A", "c_reason": "C"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["shuffle", "--sigma", "0.2", "--rounds", "5"], ["shuffle", "--sigma", "0.3", "--rounds", "5"],
+                                  ["shuffle", "--epochs", "100"]])
+def test_acceptance_commands_real(argv):
+    """Issue 19 acceptance: no unexplained n/a, no 0 from an approximation outside its domain, no XLA alarm."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "jaxdp.cli", *argv], capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "JAXDP_CACHE_DIR": os.environ.get("JAXDP_TEST_CACHE_DIR", "off")})
+    assert p.returncode == 0, p.stderr
+    assert "Very slow compile" not in p.stderr and "slow_operation_alarm" not in p.stderr
+    assert "cached afterwards" not in p.stderr
+    _footnotes_cover_every_na(p.stdout)
+    for name in ("CLT", "Edgeworth"):
+        row = next(ln for ln in p.stdout.splitlines() if ln.startswith(name + " "))
+        value = row.split()[1]
+        assert value == "n/a" or 0.0 < float(value) < 1.0, row
+    assert "tight" not in p.stdout
+    assert max(map(len, p.stdout.splitlines())) <= 100
