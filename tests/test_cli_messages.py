@@ -313,3 +313,15 @@ def test_acceptance_commands_real(argv):
         assert value == "n/a" or 0.0 < float(value) < 1.0, row
     assert "tight" not in p.stdout
     assert max(map(len, p.stdout.splitlines())) <= 100
+
+
+def test_rpp_csv_lines_fit_100_columns(monkeypatch, capsys, tmp_path):
+    import jaxdp.pufferfish as pf
+
+    monkeypatch.setattr(pf, "calibrate_laplace", lambda xi, xj, method, alpha, **k: np.full(np.size(alpha), 2.0))
+    monkeypatch.setattr(pf, "calibrate_gaussian", lambda xi, xj, method, alpha, **k: np.full(np.size(alpha), np.nan))
+    f = tmp_path / "d.csv"
+    f.write_text("sex,age\nM,30\nF,40\nM,35\n")
+    code, out, _ = run(["rpp", "--csv", str(f), "--secret", "sex", "--values", "M,F", "--query", "age", "--alpha", "2"], capsys)
+    assert code == 0 and max(map(len, out.splitlines())) <= 100
+    _footnotes_cover_every_na(out)

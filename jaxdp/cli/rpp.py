@@ -6,7 +6,7 @@ import math
 import os
 
 from . import _args as A
-from ._format import Footnotes, emit, num, table
+from ._format import Footnotes, emit, num, table, wrap
 from ._runtime import CLIError, import_module, setup_jax, working
 
 NAME = "rpp"
@@ -103,8 +103,8 @@ def _uci(args):
         f"Renyi Pufferfish calibration on UCI data ({args.kind} queries): Laplace scale b and Gaussian variance s2",
         "(alpha-Wasserstein conditions vs the W_inf baselines of Song et al. / Pierquin et al.)", "",
         table(head, body, ["<", "<", "<"] + [">"] * 12, keep=5, wide=args.wide), "",
-        "claims (fraction of grid cells where they hold): " + ", ".join(
-            f"{k} {num(v)}" for k, v in summary.items() if k not in ("grid_seconds", "grid_cells"))] + notes.lines())
+        wrap("claims (fraction of grid cells where they hold): " + ", ".join(
+            f"{k} {num(v)}" for k, v in summary.items() if k not in ("grid_seconds", "grid_cells")))] + notes.lines())
     path = _uci_plot(args, sel) if args.plot else None
     emit(args, dict(command="rpp", source="uci", kind=args.kind, summary=summary, rows=sel, plot=path), text)
     return 0
@@ -140,9 +140,10 @@ def _csv(args):
     notes = Footnotes()
     body = [[num(it["alpha"]), num(it["epsilon"])] + [notes.cell(it[k], WHY) for k in keys] for it in items]
     text = "\n".join([
-        f"Renyi Pufferfish calibration for {args.query!r} given {args.secret} = {vals[0]!r} (n = {ni}) vs {vals[1]!r} (n = {nj})",
-        "(b: Laplace scale; s2: Gaussian variance; theorem1/tight/theorem2 = alpha-Wasserstein conditions,"
-        " pierquin/song = W_inf baselines)", "",
+        wrap(f"Renyi Pufferfish calibration for {args.query!r} given {args.secret} = {vals[0]!r} (n = {ni}) vs {vals[1]!r} "
+             f"(n = {nj})"),
+        wrap("(b: Laplace scale; s2: Gaussian variance; theorem1/tight/theorem2 = alpha-Wasserstein conditions, "
+             "pierquin/song = W_inf baselines)", " "), "",
         table(["alpha", "eps"] + [k.replace("sigma2_", "s2 ").replace("b_", "b ") for k in keys], body, keep=2,
               wide=args.wide)] + notes.lines())
     path = None
