@@ -325,3 +325,27 @@ def test_rpp_csv_lines_fit_100_columns(monkeypatch, capsys, tmp_path):
     code, out, _ = run(["rpp", "--csv", str(f), "--secret", "sex", "--values", "M,F", "--query", "age", "--alpha", "2"], capsys)
     assert code == 0 and max(map(len, out.splitlines())) <= 100
     _footnotes_cover_every_na(out)
+
+
+@pytest.mark.parametrize("argv", [["calibrate", "--epsilon", "1,2", "--q", "0.01", "--steps", "1000"],
+                                  ["calibrate", "--epsilon", "1,2", "--sampling", "shuffle", "--rounds", "100000", "--epochs", "20"],
+                                  ["poisson"], ["compare", "--sigma", "0.8", "--rounds", "1000000"]])
+def test_reports_fit_100_columns(argv, monkeypatch, capsys):
+    import jaxdp.calibrate as cal
+
+    class Sol:
+        def __init__(self, v):
+            self.value = v
+
+    monkeypatch.setattr(cal, "poisson_noise_multiplier", lambda e, d, **k: Sol(np.where(np.asarray(e) > 1.5, np.nan, 1.0)))
+    monkeypatch.setattr(cal, "shuffle_noise_multiplier", lambda e, d, **k: Sol(0.9 / np.asarray(e)))
+    monkeypatch.setattr(cc, "poisson_report", lambda s, q, t, d, e: dict(
+        eps_lower=np.full(len(d), 0.9), eps=np.full(len(d), np.nan), delta_lower=np.full(len(e), 1e-6),
+        delta=np.full(len(e), 2e-6), mu_bu=0.1, mu_drs=0.13, table=np.full(len(cc.TABLE_A), 0.5),
+        curve=np.full(len(cc.CURVE_A), 0.5), table_a=np.asarray(cc.TABLE_A), curve_a=np.asarray(cc.CURVE_A)))
+    monkeypatch.setattr(cc, "compare", lambda d, s, m, e: {k: np.full(len(s), 1.23456789) for k in (
+        "eps_shuffle", "eps_shuffle_lower", "eps_poisson", "eps_poisson_lower", "mu_shuffle_clt", "mu_poisson_bu",
+        "mu_poisson_drs", "clt_ratio")})
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and max(map(len, out.splitlines())) <= 100
+    _footnotes_cover_every_na(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from . import _args as A
-from ._format import Footnotes, emit, integer, num, table, with_reasons
+from ._format import Footnotes, emit, integer, num, table, with_reasons, wrap
 from ._runtime import CLIError, chunked, import_module, setup_jax, working
 
 NAME = "calibrate"
@@ -87,7 +87,7 @@ def _noise(args):
         sig = chunked(args, fn, [eps], "calibrate")["sigma"]
     why = "infeasible within the solver's sigma range: no noise multiplier it searches reaches this epsilon"
     notes = Footnotes()
-    text = "\n".join([f"Smallest noise multiplier sigma with certified eps(delta = {num(args.delta)}) <= epsilon ({desc})", "",
+    text = "\n".join([wrap(f"Smallest noise multiplier sigma with certified eps(delta = {num(args.delta)}) <= epsilon ({desc})"), "",
                       table(["epsilon", "sigma"], [[num(e), notes.cell(s, why, 6)] for e, s in zip(eps, sig)])]
                      + notes.lines())
     path = _plot(args, eps, {desc: sig}, xlabel="epsilon", ylabel="noise multiplier sigma",
@@ -116,8 +116,8 @@ def _rounds(args):
            "e.g. the exact single-epoch accountant covers sigma in [0.3, 50])")
     notes = Footnotes()
     rows = [[num(s), integer(mm) if not math.isnan(mm) else f"n/a {notes.mark(why)}"] for s, mm in zip(sig, m)]
-    text = "\n".join([f"Smallest rounds per epoch M with {args.method} gap <= {num(args.delta_gap)} over E = {args.epochs} "
-                      "epoch(s)", "", table(["sigma", "M"], rows)] + notes.lines())
+    text = "\n".join([wrap(f"Smallest rounds per epoch M with {args.method} gap <= {num(args.delta_gap)} over E = {args.epochs} "
+                           "epoch(s)"), "", table(["sigma", "M"], rows)] + notes.lines())
     path = _plot(args, sig, {f"{args.method}, gap = {num(args.delta_gap)}": m}, xlabel="noise multiplier sigma",
                  ylabel="rounds per epoch M", logy=True, title="rounds needed")
     payload = dict(command="calibrate", target="rounds", delta_gap=args.delta_gap, num_epochs=args.epochs, method=args.method,
