@@ -119,7 +119,7 @@ def test_installed_entry_point_one_line_errors():
 
 
 def test_json_is_strict_and_cleans_non_finite():
-    s = json.dumps(cli._clean({"a": np.array([1.0, np.nan, np.inf]), "b": np.float64(2), "c": np.int32(3)}), allow_nan=False)
+    s = json.dumps(cli.clean({"a": np.array([1.0, np.nan, np.inf]), "b": np.float64(2), "c": np.int32(3)}), allow_nan=False)
     assert json.loads(s) == {"a": [1.0, None, "inf"], "b": 2.0, "c": 3}
 
 
@@ -140,7 +140,7 @@ def test_cache_dir_env(monkeypatch, tmp_path):
 
 @pytest.fixture
 def stubs(monkeypatch):
-    from jaxdp import _cli_compute as cc
+    from jaxdp.cli import _compute as cc
 
     def curves(n, keys, val=0.5):
         return {k: np.full(n, val) for k in keys}
@@ -281,7 +281,7 @@ def test_plan_default_is_the_papers_example(capsys):
 
 def test_plan_exact_matches_direct_gap():
     """The integer search returns the smallest feasible M (checked against tv_gap at M and M - 1)."""
-    from jaxdp import _cli_compute as cc
+    from jaxdp.cli import _compute as cc
     from jaxdp.mechanisms import shuffled
 
     r = cc.plan([0.01], [1.0], [1.0])

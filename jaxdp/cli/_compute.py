@@ -2,7 +2,7 @@
 
 Every function here takes numpy-friendly inputs, runs **one** jitted call per command (values
 batched into arrays, inputs padded to a fixed shape where a sweep is chunked), and returns plain
-numpy arrays.  The command-line layer (:mod:`jaxdp.cli`) formats them.
+numpy arrays.  The subcommand modules of :mod:`jaxdp.cli` format them.
 
 Planning (:func:`plan_exact`) finds the *smallest integer* M whose exact gap is <= delta with a
 single compiled search: a few log-log secant steps from the CLT guess locate the real root, then a
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtri
 
-from . import _config  # noqa: F401
+import jaxdp  # noqa: F401  (float64 before anything is traced)
 
 MAX_ROUNDS = 1e12
 
@@ -109,12 +109,12 @@ def _clt_rounds(delta, sigma, epochs):
 
 @functools.partial(jax.jit, static_argnames=("multi_epoch",))
 def _plan_core(delta, sigma, epochs, multi_epoch):
-    from .mechanisms import shuffled as _exact
-    from .shuffle import closed_form as cf
+    from ..mechanisms import shuffled as _exact
+    from ..shuffle import closed_form as cf
 
     def one(d, s, e):
         if multi_epoch:
-            from . import shuffle as _sh
+            from .. import shuffle as _sh
 
             gap = lambda m: _sh.delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e)  # noqa: E731
         else:
@@ -138,9 +138,9 @@ def plan(delta, sigma, epochs):
 
 @jax.jit
 def _gap_curve_e1(sigma, ms):
-    from .mechanisms import shuffled as _exact
-    from .shuffle import asymptotics as asy
-    from .shuffle import closed_form as cf
+    from ..mechanisms import shuffled as _exact
+    from ..shuffle import asymptotics as asy
+    from ..shuffle import closed_form as cf
 
     s = jnp.broadcast_to(sigma, ms.shape)
     return dict(exact=_exact.tv_gap(s, ms), berry_esseen=jnp.where(s >= cf.regime_threshold(ms), cf.delta_berry_esseen(s, ms), jnp.nan),
@@ -153,7 +153,7 @@ def gap_curve(sigma, ms, epochs=1):
     if epochs == 1:
         out = _gap_curve_e1(jnp.float64(sigma), ms)
     else:
-        from . import shuffle as sh
+        from .. import shuffle as sh
 
         out = dict(exact=sh.delta_gap(noise_multiplier=sigma, num_rounds=ms, num_epochs=epochs),
                    berry_esseen=sh.delta_gap(noise_multiplier=sigma, num_rounds=ms, num_epochs=epochs, method="berry_esseen"),
@@ -173,8 +173,8 @@ CURVE_A = tuple(np.concatenate([[0.0], np.logspace(-6, -2, 25), np.linspace(0.01
 
 @functools.partial(jax.jit, static_argnames=("multi_epoch",))
 def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
-    from . import shuffle as sh
-    from .mechanisms import shuffled as _exact
+    from .. import shuffle as sh
+    from ..mechanisms import shuffled as _exact
 
     if multi_epoch:
         br = sh.tradeoff_bracket(a, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
@@ -216,8 +216,8 @@ def shuffle_report(sigma, rounds, epochs, deltas):
 
 @jax.jit
 def _poisson_core(sigma, q, t, deltas, epsilons, a):
-    from . import poisson as po
-    from .shuffle import asymptotics as asy
+    from .. import poisson as po
+    from ..shuffle import asymptotics as asy
 
     eb = po.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
     db = po.delta_for_epsilon_bracket(epsilons, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
@@ -245,9 +245,9 @@ def poisson_report(sigma, q, steps, deltas, epsilons):
 
 @jax.jit
 def _compare_core(delta, sigma, m, e):
-    from . import poisson as po
-    from . import shuffle as sh
-    from .shuffle import asymptotics as asy
+    from .. import poisson as po
+    from .. import shuffle as sh
+    from ..shuffle import asymptotics as asy
 
     q, t = 1.0 / m, e * m
     es = sh.epsilon_for_delta_bracket(delta, noise_multiplier=sigma, num_rounds=m, num_epochs=e)

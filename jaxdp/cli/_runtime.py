@@ -1,0 +1,189 @@
+"""Process-level plumbing of the ``jaxdp`` command: errors, JAX setup, the compilation cache,
+progress notes on stderr and the filter that keeps XLA's compile alarms off the user's screen."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+import os
+import sys
+import threading
+import time
+
+PROG = "jaxdp"
+
+#: a computation running longer than this (seconds) gets a progress note on stderr
+NOTE_AFTER_S = 2.0
+
+#: substrings of the lines of XLA's "slow compile" alarm block (C++ logging on file descriptor 2)
+_ALARM_START = "slow_operation_alarm"
+_ALARM_BODY = ("Very slow compile", "[Compiling module", "XLA_FLAGS", "file a bug")
+
+
+class CLIError(Exception):
+    """A user error detected after parsing: one line on stderr, exit code 2."""
+
+
+def quiet_native_logs():
+    """Lower the C++ (XLA/TSL) log level of this process before JAX is imported.
+
+    The CLI prints its own progress notes; XLA's ``Very slow compile? If you want to file a bug``
+    alarm is not addressed to our users.  A value the user set explicitly is kept.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def cache_dir():
+    """Persistent compilation cache directory (``None`` when disabled)."""
+    env = os.environ.get("JAXDP_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in ("", "0", "off", "none", "false") else env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxdp", "jax")
+
+
+def setup_jax(args):
+    """Import JAX (float64 via jaxdp) and enable the persistent compilation cache."""
+    import jax
+
+    import jaxdp  # noqa: F401  (float64)
+
+    path = None if getattr(args, "no_cache", False) else cache_dir()
+    if path:
+        try:
+            os.makedirs(path, exist_ok=True)
+            jax.config.update("jax_compilation_cache_dir", path)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        except Exception:  # an unwritable cache only costs time
+            pass
+    return jax
+
+
+def import_module(name, what):
+    """Import an optional part of jaxdp; a failure is a one-line user error."""
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # another engineer's module may be unfinished
+        raise CLIError(f"{what} is unavailable in this installation ({name}: {type(e).__name__}: {e})") from None
+
+
+def note(args, msg):
+    """One progress line on stderr (never with ``--quiet``)."""
+    if not getattr(args, "quiet", False):
+        print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+
+
+class _AlarmFilter:
+    """Copies what is written to file descriptor 2 back to it, minus XLA's slow-compile alarm block."""
+
+    def __init__(self):
+        self.saved = os.dup(2)
+        r, w = os.pipe()
+        os.dup2(w, 2)
+        os.close(w)
+        self.reader = os.fdopen(r, "r", errors="replace")
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self):
+        skipping = False
+        for line in self.reader:
+            if _ALARM_START in line:
+                skipping = True
+                continue
+            if skipping and (not line.strip() or set(line.strip()) == {"*"} or any(s in line for s in _ALARM_BODY)):
+                continue
+            skipping = False
+            os.write(self.saved, line.encode())
+
+    def close(self):
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os.dup2(self.saved, 2)  # closes the pipe's write end: the pump sees EOF
+        self.thread.join(timeout=5)
+        os.close(self.saved)
+
+
+@contextlib.contextmanager
+def working(args, what):
+    """Run a computation; after :data:`NOTE_AFTER_S` seconds say on stderr what is being done.
+
+    Nothing is printed when the computation is fast (e.g. its programs are in the persistent
+    cache).  Yields a dict whose ``"seconds"`` is set on exit.
+    """
+    info = {"seconds": float("nan")}
+    timer = None
+    if not getattr(args, "quiet", False):
+        msg = (f"{what}: compiling or computing (a first run compiles JAX programs, later runs reuse "
+               f"the persistent cache{'' if cache_dir() and not getattr(args, 'no_cache', False) else ', which is off'})")
+        timer = threading.Timer(NOTE_AFTER_S, note, (args, msg))
+        timer.daemon = True
+        timer.start()
+    filt = None
+    with contextlib.suppress(OSError, ValueError):
+        filt = _AlarmFilter()
+    t0 = time.time()
+    try:
+        yield info
+    finally:
+        info["seconds"] = time.time() - t0
+        if timer is not None:
+            timer.cancel()
+        if filt is not None:
+            filt.close()
+        if timer is not None and info["seconds"] > NOTE_AFTER_S and not math.isnan(info["seconds"]):
+            note(args, f"{what}: done in {info['seconds']:.1f} s")
+
+
+class Progress:
+    """A minimal progress bar on stderr (only when stderr is a terminal and not ``--quiet``)."""
+
+    def __init__(self, total, desc, enabled=True):
+        self.total, self.desc, self.n = max(int(total), 1), desc, 0
+        self.enabled = enabled and sys.stderr.isatty()
+        self.t0 = time.time()
+        self._draw()
+
+    def _draw(self):
+        if not self.enabled:
+            return
+        width = 28
+        k = int(width * self.n / self.total)
+        sys.stderr.write(f"\r{self.desc} [{'#' * k}{'.' * (width - k)}] {self.n}/{self.total} {time.time() - self.t0:5.1f}s")
+        sys.stderr.flush()
+
+    def update(self, n=1):
+        self.n = min(self.n + n, self.total)
+        self._draw()
+
+    def close(self):
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+CHUNK = 4
+
+
+def chunked(args, fn, cols, desc):
+    """Run ``fn`` on fixed-size chunks (padded: one compiled signature) with a progress bar."""
+    import numpy as np
+
+    n = len(cols[0])
+    out = {}
+    bar = Progress(math.ceil(n / CHUNK), desc, enabled=not args.quiet) if n > CHUNK else None
+    for i in range(0, n, CHUNK):
+        part = [np.asarray(c[i:i + CHUNK], float) for c in cols]
+        k = len(part[0])
+        if n > CHUNK and k < CHUNK:
+            part = [np.concatenate([p, np.repeat(p[-1:], CHUNK - k)]) for p in part]
+        res = fn(*part)
+        for key, v in res.items():
+            out.setdefault(key, []).append(np.asarray(v)[:k])
+        if bar:
+            bar.update()
+    if bar:
+        bar.close()
+    return {k: np.concatenate(v) for k, v in out.items()}
