@@ -35,29 +35,24 @@ def quiet_native_logs():
 
 
 def cache_dir():
-    """Persistent compilation cache directory (``None`` when disabled)."""
-    env = os.environ.get("JAXDP_CACHE_DIR")
-    if env is not None:
-        return None if env.strip().lower() in ("", "0", "off", "none", "false") else env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jaxdp", "jax")
+    """Persistent compilation cache directory (``None`` when disabled): the library's own
+    (:func:`jaxdp._config.cache_dir`, ``$JAXDP_CACHE_DIR``)."""
+    from .. import _config
+
+    return _config.cache_dir()
 
 
 def setup_jax(args):
-    """Import JAX (float64 via jaxdp) and enable the persistent compilation cache."""
+    """Import JAX (float64 via jaxdp); the persistent compilation cache is the library's, which
+    importing jaxdp turned on; ``--no-cache`` turns it off for this process."""
     import jax
 
-    import jaxdp  # noqa: F401  (float64)
+    from .. import _config
 
-    path = None if getattr(args, "no_cache", False) else cache_dir()
-    if path:
-        try:
-            os.makedirs(path, exist_ok=True)
-            jax.config.update("jax_compilation_cache_dir", path)
-            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-        except Exception:  # an unwritable cache only costs time
-            pass
+    if getattr(args, "no_cache", False):
+        jax.config.update("jax_compilation_cache_dir", None)
+    else:
+        _config.enable_cache()
     return jax
 
 
