@@ -347,6 +347,18 @@ def _gauss_quad(x, lwx, y, lwy, sigma, alpha, grid, order):
 # ---------------------------------------------------------------------------------------------
 
 
+def _lse_rounding(terms, size, a):
+    """Bound on the float64 rounding of ``_lse(terms) / (a - 1)`` (absolute), first order: term k is
+    off by at most 8u ``size_k`` (its parts' magnitudes) and enters with its softmax weight; the
+    log-sum-exp itself adds a few ulps of its value and of log n (8u each, times 4 for safety)."""
+    lse = _lse(terms)
+    fin = jnp.isfinite(lse)
+    wts = jnp.where(jnp.isfinite(terms) & fin, jnp.exp(jnp.where(jnp.isfinite(terms), terms, 0.0)
+                                                       - jnp.where(fin, lse, 0.0)), 0.0)
+    e = 8.0 * jnp.sum(wts * size) + 8.0 * (1.0 + jnp.where(fin, jnp.abs(lse), 0.0) + jnp.log(float(terms.shape[0])))
+    return 4.0 * _U * e / jnp.abs(a - 1.0)
+
+
 def _renyi_discrete(x, wx, y, wy, alpha):
     """:func:`renyi_discrete` and a bound on its float64 rounding error (absolute, in D)."""
     z = jnp.concatenate([x, y])
@@ -366,10 +378,8 @@ def _renyi_discrete(x, wx, y, wy, alpha):
     d = _lse(terms) / (a - 1.0)
     d = jnp.where(gt1 & missing, jnp.inf, d)
     dinf = jnp.max(jnp.where(use, lpx - lpy, -jnp.inf))
-    # rounding: each term is a few ulps of max |term| (a |log px| + |1 - a| |log py|) off, the
-    # log-sum-exp adds a few more plus log n; divided by |a - 1|
-    size = jnp.max(jnp.where(both, jnp.abs(a * lpx) + jnp.abs((1.0 - a) * jnp.where(py > 0, lpy, 0.0)), 0.0))
-    err = 32.0 * _U * (1.0 + size + jnp.log(float(z.shape[0]))) / jnp.abs(a - 1.0)
+    size = jnp.abs(a * lpx) + jnp.abs((1.0 - a) * jnp.where(py > 0, lpy, 0.0))
+    err = _lse_rounding(terms, jnp.where(both, size, 0.0), a)
     err_inf = 32.0 * _U * (1.0 + jnp.max(jnp.where(both, jnp.abs(lpx) + jnp.abs(jnp.where(py > 0, lpy, 0.0)), 0.0)))
     return jnp.maximum(jnp.where(a_inf, dinf, d), 0.0), jnp.where(a_inf, err_inf, err)
 
@@ -386,7 +396,7 @@ def _coupling_bound(x, wx, y, wy, alpha, noise, scale):
 
     Returns ``(bound, err)``, ``err`` a bound on the float64 rounding of ``bound`` (absolute): the
     pair differences are rounded to u relative, each exponent ``log m + (alpha - 1) D_pair`` to a
-    few ulps of its size, the log-sum-exp adds a few more plus log n; divided by ``|alpha - 1|``."""
+    few ulps of its parts (:func:`_lse_rounding`)."""
     c = quantile_coupling(x, y, wx, wy)
     lm = _safe_log(c.mass)
     a_inf = jnp.isinf(alpha)
@@ -398,9 +408,9 @@ def _coupling_bound(x, wx, y, wy, alpha, noise, scale):
         lp = a * (a - 1.0) * jnp.square(c.diff) / (2.0 * scale**2)
         dinf = jnp.where(jnp.all(jnp.where(c.mass > 0, c.diff == 0, True)), 0.0, jnp.inf)
     pos = c.mass > 0
-    size = jnp.max(jnp.where(pos, jnp.abs(lm) + 2.0 * jnp.abs(lp), 0.0))
-    err = 32.0 * _U * (1.0 + size + jnp.log(float(lm.shape[0]))) / jnp.abs(a - 1.0)
-    bound = jnp.where(a_inf, dinf, _lse(jnp.where(pos, lm + lp, -jnp.inf)) / (a - 1.0))
+    terms = jnp.where(pos, lm + lp, -jnp.inf)
+    err = _lse_rounding(terms, jnp.where(pos, jnp.abs(lm) + 2.0 * jnp.abs(lp), 0.0), a)
+    bound = jnp.where(a_inf, dinf, _lse(terms) / (a - 1.0))
     return bound, jnp.where(a_inf, 8.0 * _U * dinf, err)
 
 
