@@ -40,6 +40,8 @@ def log_pair(d, s, alpha, noise):
     if noise == "gaussian":
         return a * (a - 1) * d * d / (2 * s * s)
     t = d / s
+    if a == mp.mpf(0.5):  # removable 1/(2a - 1): the Bhattacharyya limit (1 + t/2) e^{-t/2}
+        return -t / 2 + mp.log1p(t / 2)
     return mp.log(a / (2 * a - 1) * mp.exp((a - 1) * t) + (a - 1) / (2 * a - 1) * mp.exp(-a * t))
 
 
@@ -140,6 +142,21 @@ def test_regression_issue20_far_apart_atoms_renyi_not_zero(noise):
     assert want <= float(up) <= want * (1 + 1e-3), (float(up), want)
 
 
+def test_regression_issue20_gaussian_mass_at_a_component_crossing():
+    # Gaussian, alpha = 735: the second pair's tilt point lies near the first cluster and the whole
+    # mass of f sits where q's two components cross (z ~ 1052.12, a kink of width ~5e-4).  The
+    # library returned upper = estimate = 1912.5705 (grid 256) and 1913.23929 (grid 4096), below
+    # the truth.  Reference: mp_renyi above (split at the crossings) at 20, 30 and 50 digits gives
+    # 1913.2396017769665 (50: ...663); a float64 log-domain Riemann sum with step 1e-6 around the
+    # peak gives 1913.23960177681.  Hard-coded: the quadrature takes ~10 s.
+    ref = 1913.2396017769665
+    w = np.array([1.1889486767507282e-05, 0.9999881105132324])
+    x, y = np.array([0.0, 2101.4525642031563]), np.array([0.2574773732604899, 2103.987344607577])
+    est, up = pf.renyi_divergence(x, y, alpha=735.2716149984275, noise="gaussian", scale=1.0,
+                                  weights_i=w, weights_j=w, return_upper=True)
+    _check_sound(est, up, ref, ref_tol=1e-13, name="crossing")
+
+
 @settings(max_examples=n_examples(6))
 @given(noise=st.sampled_from(NOISES), alpha=_alpha(), lsep=st.floats(0.0, 10.0), lscale=st.floats(-3, 3),
        d1=st.floats(0.0, 3.0), d2=st.floats(0.0, 3.0), lw=st.floats(-12, np.log10(0.5)),
@@ -184,7 +201,13 @@ def test_far_apart_clusters_mismatched_weights_laplace(alpha, lsep, d, wx, wy):
     est, up = pf.renyi_divergence(x, y, alpha=alpha, noise="laplace", scale=1.0, weights_i=[wx, 1 - wx],
                                   weights_j=[wy, 1 - wy], return_upper=True)
     _check_sound(est, up, ref, name=f"sep={sep:g}")
-    if alpha <= 50:  # resolved: the upper value is tight, not only sound
+    # resolved where the panels meet the Laplace criterion 2 alpha h / b <= 60: the upper value is
+    # then tight, not only sound.  The windows widen with log(R/b), so at sep = 3e8 and alpha = 29
+    # (thorough profile: d = [1, 0], wx = 0.5, wy = 0.25) some panels do not, are bounded by
+    # width x max f (sound), and the upper value is 1.6e-4 relative above the cluster formula; the
+    # same at separation 300 is 4.7e-5 above, unchanged by this session's library changes.  Measured
+    # at sep = 3e8 over 6 draws each: alpha 10 <= 6e-7, alpha 15 <= 7e-6, alpha 20 <= 3e-5.
+    if alpha <= 10:
         assert float(up) <= ref + 1e-4 * (1 + abs(ref)) + 1e-6 / abs(alpha - 1), (float(up), ref)
 
 
@@ -238,9 +261,18 @@ def test_never_crosses_coupling_and_data_processing_bounds(noise, alpha, seed, l
     cb = coupling_bound(x, wx, y, wy, alpha, noise, 1.0)
     est, up = pf.renyi_divergence(x, y, alpha=alpha, noise=noise, scale=1.0, weights_i=wx, weights_j=wy,
                                   return_upper=True)
-    assert 0.0 <= float(est) <= float(up) <= cb * (1 + 1e-12) + 1e-12, (float(est), float(up), cb)
+    # The library adds to each guard a bound on its own float64 rounding (so that the guard is
+    # never below the truth, docs/soundness.md): 32u (1 + size + log n) / |alpha - 1| with size the
+    # largest |log mass| + 2 |(alpha - 1) D_pair| (coupling) or (|alpha| + |1 - alpha|) max |log w|
+    # (data processing).  The returned value may exceed the exact guards by that allowance only.
+    cx, cy, m = np_quantile_coupling(x, wx, y, wy)
+    lp = [abs(float(log_pair(p - q, 1.0, alpha, noise))) for p, q in zip(cx, cy)]
+    size_cb = max(abs(np.log(mm)) + 2 * v for mm, v in zip(m, lp) if mm > 0)
+    size_dp = (abs(alpha) + abs(1 - alpha)) * max(np.max(np.abs(np.log(wx))), np.max(np.abs(np.log(wy))))
+    allow = lambda size: 64 * _U * (1 + size + np.log(8)) / abs(alpha - 1)  # noqa: E731  (2x the library's)
+    assert 0.0 <= float(est) <= float(up) <= cb * (1 + 1e-12) + allow(size_cb), (float(est), float(up), cb)
     dp = float(pf.renyi_discrete(x, wx, y, wy, alpha))
-    assert float(up) <= dp * (1 + 1e-12) + 1e-12
+    assert float(up) <= dp * (1 + 1e-12) + allow(size_dp)
 
 
 @settings(max_examples=n_examples(2, 20))
