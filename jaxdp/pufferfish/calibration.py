@@ -166,26 +166,23 @@ def _laplace_sufficient(d, lm, w1, winf, alpha, eps, method):
     return jnp.where(winf > 0, b, 0.0)
 
 
+def _exact_scale(noise, scale_of, lo, hi, args, eps, *, grid, order, exact_iters):
+    """The smallest noise scale whose quadrature upper divergence (worse direction) is at most eps,
+    solved in a variable v with scale = scale_of(v) decreasing (v = 1/b for Laplace, 1/(2 s^2)
+    for Gaussian) over the starting bracket [lo, hi]; +inf where the solve fails."""
+
+    def bound(v, x, wx, y, wy, a):
+        _, up = renyi_mixture_both(x, wx, y, wy, alpha=a, noise=noise, scale=scale_of(v), grid=grid, order=order)
+        return jnp.max(up)
+
+    v = _solve_log(bound, lo, hi, args, eps * (1.0 - _EVAL_NOISE), n_iter=exact_iters, illinois=True)
+    return jnp.where(jnp.isfinite(v), scale_of(jnp.where(jnp.isfinite(v), v, 1.0)), jnp.inf)
+
+
 @functools.partial(jax.jit, static_argnames=("method", "grid", "order", "exact_iters"))
 def laplace_scale(x, wx, y, wy, alpha, eps, *, method="theorem1", grid=256, order=8, exact_iters=28):
     """Kernel (no validation, jit/vmap-able over alpha, eps, weights): calibrated Laplace b."""
-    d, lm, w1, _, winf = coupled_differences(x, wx, y, wy)
-    if method != "exact":
-        return _laplace_sufficient(d, lm, w1, winf, alpha, eps, method)
-    b_tight = _laplace_sufficient(d, lm, w1, winf, alpha, eps, "tight")
-
-    def bound(u, x, wx, y, wy, alpha):
-        b = 1.0 / u
-        _, up = renyi_mixture_both(x, wx, y, wy, alpha=alpha, noise="laplace", scale=b, grid=grid, order=order)
-        return jnp.max(up)
-
-    bt = _safe_pos(b_tight)
-    u = _solve_log(bound, 0.5 / bt, 1e2 / bt, (x, wx, y, wy, alpha), eps * (1.0 - _EVAL_NOISE),
-                   n_iter=exact_iters, illinois=True)
-    b = jnp.where(jnp.isfinite(u), 1.0 / jnp.where(jnp.isfinite(u), u, 1.0), jnp.inf)
-    b = jnp.minimum(b, b_tight)
-    b = jnp.where(_noise_free_ok(x, wx, y, wy, alpha, eps), 0.0, b)
-    return jnp.where(winf > 0, b, 0.0)
+    return _scale("laplace", x, wx, y, wy, alpha, eps, method, grid, order, exact_iters)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,25 +211,35 @@ def _gaussian_sufficient(d, lm, w2, winf, alpha, eps, method):
 @functools.partial(jax.jit, static_argnames=("method", "grid", "order", "exact_iters"))
 def gaussian_scale(x, wx, y, wy, alpha, eps, *, method="theorem2", grid=192, order=6, exact_iters=28):
     """Kernel: calibrated Gaussian sigma (standard deviation)."""
-    d, lm, _, w2, winf = coupled_differences(x, wx, y, wy)
-    if method != "exact":
-        return _gaussian_sufficient(d, lm, w2, winf, alpha, eps, method)
-    s_t2 = _gaussian_sufficient(d, lm, w2, winf, alpha, eps, "theorem2")
+    return _scale("gaussian", x, wx, y, wy, alpha, eps, method, grid, order, exact_iters)
+
+
+def _scale(noise, x, wx, y, wy, alpha, eps, method, grid, order, exact_iters):
+    """Both kernels: the sufficient condition's scale, or for ``method="exact"`` the smallest scale
+    meeting the quadrature's upper divergence, started from (and never above) the sufficient one
+    (tight for Laplace, Theorem 2 for Gaussian)."""
+    d, lm, w1, w2, winf = coupled_differences(x, wx, y, wy)
+    exact = method == "exact"
+    if noise == "laplace":
+        ref = _laplace_sufficient(d, lm, w1, winf, alpha, eps, "tight" if exact else method)
+    else:
+        ref = _gaussian_sufficient(d, lm, w2, winf, alpha, eps, "theorem2" if exact else method)
+    if not exact:
+        return ref
     a_inf = jnp.isinf(alpha)
-    a = jnp.where(a_inf, 2.0, alpha)
-
-    def bound(w, x, wx, y, wy, a):
-        s = jnp.sqrt(0.5 / w)
-        _, up = renyi_mixture_both(x, wx, y, wy, alpha=a, noise="gaussian", scale=s, grid=grid, order=order)
-        return jnp.max(up)
-
-    st = jnp.where(jnp.isfinite(s_t2) & (s_t2 > 0), s_t2, 1.0)
-    w_t2 = 0.5 / st**2
-    w = _solve_log(bound, 0.5 * w_t2, 1e2 * w_t2, (x, wx, y, wy, a), eps * (1.0 - _EVAL_NOISE),
-                   n_iter=exact_iters, illinois=True)
-    s = jnp.where(jnp.isfinite(w), jnp.sqrt(0.5 / jnp.where(jnp.isfinite(w), w, 1.0)), jnp.inf)
-    s = jnp.minimum(s, s_t2)
-    s = jnp.where(a_inf, jnp.inf, s)
+    if noise == "laplace":
+        bt = _safe_pos(ref)
+        s = _exact_scale("laplace", lambda u: 1.0 / u, 0.5 / bt, 1e2 / bt, (x, wx, y, wy, alpha), eps,
+                         grid=grid, order=order, exact_iters=exact_iters)
+    else:
+        a = jnp.where(a_inf, 2.0, alpha)
+        st = jnp.where(jnp.isfinite(ref) & (ref > 0), ref, 1.0)
+        w_t2 = 0.5 / st**2
+        s = _exact_scale("gaussian", lambda w: jnp.sqrt(0.5 / w), 0.5 * w_t2, 1e2 * w_t2, (x, wx, y, wy, a), eps,
+                         grid=grid, order=order, exact_iters=exact_iters)
+    s = jnp.minimum(s, ref)
+    if noise == "gaussian":
+        s = jnp.where(a_inf, jnp.inf, s)
     s = jnp.where(_noise_free_ok(x, wx, y, wy, alpha, eps), 0.0, s)
     return jnp.where(winf > 0, s, 0.0)
 
