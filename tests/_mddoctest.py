@@ -48,6 +48,9 @@ Markers (HTML comments, invisible when rendered)
     before a paragraph or table whose numbers come from a measurement stored elsewhere (a benchmark
     result file): every number in that paragraph/table (up to the next blank line) must occur in
     PATH (relative to the repository root), at the printed precision.
+``<!-- doctest: measured (command and setting) -->``
+    before a paragraph or table of numbers measured by a run too long for CI and not stored in a
+    file (a training run, a timing): nothing checked, the command that produced them must be given.
 ``<!-- doctest: cite (reference) -->``
     before a paragraph whose numbers are citations of papers (not recomputed here); nothing checked,
     the reference must be given.
@@ -103,11 +106,11 @@ def parse(path: str) -> tuple[list[Block], list[Annotated], list[str]]:
         m = MARKER.match(line.strip())
         if m:
             kind, arg = m.group(1), m.group(2)
-            if kind not in ("skip", "tol", "source", "cite"):
+            if kind not in ("skip", "tol", "source", "cite", "measured"):
                 errors.append(f"{path}:{i + 1}: unknown doctest marker {kind!r}")
-            if kind in ("skip", "cite") and not arg.strip("() "):
+            if kind in ("skip", "cite", "measured") and not arg.strip("() "):
                 errors.append(f"{path}:{i + 1}: doctest {kind} marker needs a reason/reference")
-            if kind in ("source", "cite"):
+            if kind in ("source", "cite", "measured"):
                 j = i + 1
                 para = []
                 while j < len(lines) and lines[j].strip():
@@ -312,7 +315,7 @@ def check_python(block: Block, ns: dict) -> list[str]:
                                   "neither an assignment nor an expression")
                     continue
                 target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
-                value = eval(compile(ast.Expression(target), block.path, "eval"), ns)  # noqa: S307
+                value = eval(ast.unparse(target), ns)  # noqa: S307
         if m:
             errors += [f"{block.path}:{block.line + stmt.end_lineno}: {d}" for d in check_value(m.group(1), value)]
     return errors
