@@ -32,6 +32,14 @@ def show(fig, name, dpi=110):
     buf = io.BytesIO(); im.convert("RGB").quantize(128).save(buf, format="PNG", optimize=True)
     display(Image(data=buf.getvalue(), format="png"))
 
+
+def plain_log_ticks(ax, ticks, axis="x"):
+    """Log axis labelled only at the given values, as plain numbers (no crowded minor labels)."""
+    from matplotlib.ticker import FixedLocator, FixedFormatter, NullLocator
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(FixedLocator(ticks)); a.set_major_formatter(FixedFormatter([f"{t:g}" for t in ticks]))
+    a.set_minor_locator(NullLocator())
+
 print("fast variant" if FAST else "full variant")'''
 
 
@@ -91,14 +99,22 @@ f_ew = np.asarray(asy.tradeoff_edgeworth(a, 1.0, M0))
 print("max |Edgeworth - exact| =", np.nanmax(np.abs(f_ew - f_ex)), "  max |CLT - exact| =", np.nanmax(np.abs(f_clt - f_ex)))
 print("closed form below exact everywhere:", bool(np.all(np.nan_to_num(f_be, nan=0) <= f_ex + 1e-9)))
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.3))
-for ax, log in zip(axes, (False, True)):
-    ax.plot(a, 1 - a, color="0.7", ls=":", label="1 - a")
-    ax.plot(a, f_ex, label="exact T(P,Q)"); ax.plot(a, f_rev, ls="--", label="exact T(Q,P)")
-    ax.plot(a, f_be, label="closed form (lower bound)"); ax.plot(a, f_clt, ls="-.", label="CLT")
-    ax.plot(a, f_ew, ls=":", label="Edgeworth")
-    ax.set_xlabel("type I error a"); ax.set_ylabel("type II error f(a)")
-    if log: ax.set_xscale("log")
-axes[0].legend(fontsize=8); axes[0].set_title(f"sigma = 1, M = {M0:.0f}")
+styles = [("exact T(P,Q)", f_ex, dict(color="C0", lw=2)), ("exact T(Q,P)", f_rev, dict(color="C1", ls="--", marker="x", ms=4, markevery=6)),
+          ("CLT", f_clt, dict(color="C3", ls="-.", marker="s", ms=3, markevery=7)),
+          ("Edgeworth", f_ew, dict(color="C4", ls=":", marker="^", ms=3, markevery=5)),
+          ("closed form (lower bound on f)", f_be, dict(color="C2"))]
+ax = axes[0]
+ax.plot(a, 1 - a, color="0.6", ls=":", label="1 - a (no privacy loss)")
+for lab, y, kw in styles:
+    ax.plot(a, y, label=lab, **kw)
+ax.set_xlabel("type I error a"); ax.set_ylabel("type II error f(a)"); ax.set_title(f"trade-off curves, sigma = 1, M = {M0:.0f}")
+ax.legend(fontsize=8, loc="upper right")
+ax = axes[1]   # the differences are invisible on the left: plot 1 - a - f(a) (the gap at each a), log scales
+for lab, y, kw in styles:
+    ax.plot(a, np.where(1 - a - y > 0, 1 - a - y, np.nan), label=lab, **kw)
+ax.set_xscale("log"); ax.set_yscale("log"); ax.set_ylim(1e-6, 1)
+ax.set_xlabel("type I error a"); ax.set_ylabel("1 - a - f(a)"); ax.set_title("distance below 1 - a (log scales)")
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, loc="lower right")
 fig.tight_layout(); show(fig, "shuffling_tradeoff.png")'''),
     ("md", "## 4. Epochs\n\nThe closed form composes as f_{0,delta}^E = f_{0,1-(1-delta)^E} (linear in E); the CLT "
            "gap grows like sqrt(E). The exact multi-epoch curve (certified PLD) runs in the full variant "
@@ -152,18 +168,40 @@ for k, v in summary.items():
     print(f"{k}: {v:.4g}")'''),
     ("code", '''from IPython.display import Markdown, display
 display(Markdown(ex.markdown_table(rows, epsilon=1.0, kind="RAW")))'''),
-    ("code", '''ex.make_plots(rows, FIG, epsilon=1.0)
-os.replace(os.path.join(FIG, "pufferfish_alpha.png"), os.path.join(FIG, "rpp_uci_alpha.png"))
-plt.close("all"); show(None, "rpp_uci_alpha.png")
-raw = [r for r in rows if r["query_kind"] == "RAW" and r["epsilon"] == 1.0 and np.isfinite(r["alpha"])]
+    ("code", '''raw = [r for r in rows if r["query_kind"] == "RAW" and r["epsilon"] == 1.0 and np.isfinite(r["alpha"])]
+keys = sorted({(r["dataset"], r["query"], r["secret"]) for r in raw})
+methods = [("song", "o", "W_inf (Song)"), ("pierquin", "s", "W_inf (Pierquin)"), ("theorem1", "^", "alpha-W Theorem 1"),
+           ("tight", "D", "alpha-W tight"), ("exact", "v", "exact Renyi")]
+ncol = 4; nrow = -(-len(keys) // ncol)
+fig, axes = plt.subplots(nrow, ncol, figsize=(12, 2.6 * nrow), squeeze=False)
+for ax, key in zip(axes.flat, keys):
+    sel = sorted([r for r in raw if (r["dataset"], r["query"], r["secret"]) == key], key=lambda r: r["alpha"])
+    al = [r["alpha"] for r in sel]
+    for c, (m, mk, lab) in enumerate(methods):
+        ax.plot(al, [r["b_" + m] for r in sel], marker=mk, ms=4, color=f"C{c}", label=lab)
+    ax.set_xscale("log"); plain_log_ticks(ax, sorted(set(al)))
+    ax.set_title(f"{key[0]}: {key[1]} | {key[2]}", fontsize=9); ax.set_ylim(0, None)
+for ax in axes.flat[len(keys):]:
+    ax.axis("off")
+for ax in axes[:, 0]: ax.set_ylabel("Laplace scale b")
+for ax in axes[-1, :]: ax.set_xlabel("alpha")
+handles, labels = axes.flat[0].get_legend_handles_labels()
+(axes.flat[-1] if len(keys) < axes.size else fig).legend(handles, labels, loc="center", fontsize=9)
+fig.suptitle("Laplace noise for (alpha, eps = 1)-RPP, RAW queries (lower is better)")
+fig.tight_layout(); show(fig, "rpp_uci_alpha.png")
 ratio = np.array([r["b_tight"] / r["b_song"] for r in raw])
 print(f"Laplace scale, tight alpha-W / W_inf baseline: median {np.median(ratio):.3g}, max {ratio.max():.3g}")
-fig, ax = plt.subplots(figsize=(7, 4))
-for key in sorted({(r["dataset"], r["query"], r["secret"]) for r in raw}):
+fig, ax = plt.subplots(figsize=(9, 4.2))
+cmap = plt.get_cmap("tab20")
+for k, key in enumerate(keys):
     sel = sorted([r for r in raw if (r["dataset"], r["query"], r["secret"]) == key], key=lambda r: r["alpha"])
-    ax.semilogx([r["alpha"] for r in sel], [r["b_tight"] / r["b_song"] for r in sel], "o-", ms=3, label=f"{key[0]}: {key[1]} | {key[2]}")
-ax.set_xlabel("alpha"); ax.set_ylabel("b (tight alpha-W) / b (W_inf)"); ax.set_ylim(0, None); ax.legend(fontsize=6)
-ax.set_title("RAW queries, eps = 1"); fig.tight_layout(); show(fig, "rpp_uci_ratio.png")'''),
+    ax.plot([r["alpha"] for r in sel], [r["b_tight"] / r["b_song"] for r in sel], marker="osD^v<>ph*X"[k % 11], ms=5,
+            color=cmap(k % 20), label=f"{key[0]}: {key[1]} | {key[2]}")
+ax.set_xscale("log"); plain_log_ticks(ax, sorted({r["alpha"] for r in raw}))
+ax.set_xlabel("alpha"); ax.set_ylabel("b (tight alpha-W) / b (W_inf)"); ax.set_ylim(0, 1.05)
+ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+ax.set_title("RAW queries, eps = 1: noise relative to the W_inf baseline"); ax.grid(True, alpha=0.3)
+fig.tight_layout(); show(fig, "rpp_uci_ratio.png")'''),
 ]
 
 CALIB = [
@@ -209,6 +247,7 @@ for k in range(3 if FAST else 12):
     print(f"step {k}: b = {hist[-1][0]:7.2f}  U = {hist[-1][1]:.5f}  dU/dlog b = {float(gr):+.4f}")
 fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
 ax[0].plot(eps, sig, "o-"); ax[0].set_xscale("log"); ax[0].set_yscale("log"); ax[0].set_xlabel("epsilon"); ax[0].set_ylabel("sigma*")
+plain_log_ticks(ax[0], list(eps)); plain_log_ticks(ax[0], [float(f"{v:.3g}") for v in sig], axis="y"); ax[0].grid(True, alpha=0.3)
 ax[0].set_title("noise table (Poisson, q = 0.01, T = 1000)")
 ax[1].plot([h[0] for h in hist], [h[1] for h in hist], "o-"); ax[1].set_xlabel("batch size b"); ax[1].set_ylabel("U")
 ax[1].set_title("Adam on log b (feasible iterates)")
@@ -260,6 +299,7 @@ for e in range(epochs):
     ("code", '''E = [r[0] for r in log]
 fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
 ax[0].plot(E, [r[2] for r in log], "o-"); ax[0].set_xlabel("epoch"); ax[0].set_ylabel("train accuracy")
+ax[0].set_ylim(0.5, 1.0); ax[0].set_xticks(E); ax[1].set_xticks(E)
 ax[1].plot(E, [r[3] for r in log], "o-", label="shuffling (exact)"); ax[1].plot(E, [r[4] for r in log], "s--", label="Poisson q = b/N")
 ax[1].set_xlabel("epoch"); ax[1].set_ylabel(f"epsilon at delta = {delta:g}"); ax[1].legend()
 fig.suptitle(f"DP-SGD, N = {N}, b = {batch}, sigma = {sigma}"); fig.tight_layout()
