@@ -30,7 +30,7 @@ any other info string, or none
 Comparison
 ----------
 Expected and actual text are split into numbers and the text between them. Numbers (``1,138``,
-``-0.5``, ``1.138e+06``; not digits inside identifiers such as ``float64``) are compared to half a
+``-0.5``, ``1.138e+06``, the 417 of ``417x``; not digits inside identifiers such as ``float64``) are compared to half a
 unit of the expected number's last printed digit (``0.00999864`` -> 5e-9, ``1.138e+06`` -> 500,
 ``2,730`` -> 0.5), so changing any digit fails; a stated tolerance (``+- TOL`` in python, the
 ``tol`` marker below for a console block) replaces that. Text is compared after collapsing runs of
@@ -74,7 +74,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MARKER = re.compile(r"^<!--\s*doctest:\s*(\w+)\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(`{3,})\s*([\w+-]*)\s*$")
-NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w])|(?<![\w.])[-+]?\.\d+(?:[eE][-+]?\d+)?")
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?(?!\d)|(?<![\w.])[-+]?\.\d+(?:[eE][-+]?\d+)?")
 CHECK = re.compile(r"#\s*->\s*(.+?)\s*$")
 
 
