@@ -1,4 +1,6 @@
-"""Build the notebooks (``python notebooks/_build.py``) from the cell sources below; outputs are cleared.
+"""Build the notebooks from the cell sources below: ``python notebooks/_build.py`` (outputs cleared) or
+``python notebooks/_build.py --execute [--full] [NAME ...]`` (run and store deterministic outputs: no
+timings, paths or execution counts; figures embedded as PNG at most 900 px wide).
 
 Every notebook reads ``JAXDP_NOTEBOOK_FAST`` (default "1": the small CI variant; "0": the long one)
 and saves its figures under ``notebooks/figures/``.
@@ -7,7 +9,7 @@ import os
 import nbformat as nbf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SETUP = '''import os, time
+SETUP = '''import os
 import numpy as np
 import matplotlib
 matplotlib.use("Agg")
@@ -17,6 +19,27 @@ import jaxdp
 FAST = os.environ.get("JAXDP_NOTEBOOK_FAST", "1") != "0"
 FIG = os.path.join(os.getcwd(), "figures")
 os.makedirs(FIG, exist_ok=True)
+from IPython.display import Image, display
+
+def show(fig, name, dpi=110):
+    """Save a figure under figures/ and show it inline (a PNG at most 900 px wide)."""
+    path = os.path.join(FIG, name)
+    if fig is not None:
+        fig.savefig(path, dpi=dpi); plt.close(fig)
+    from PIL import Image as PILImage
+    import io
+    im = PILImage.open(path); im.thumbnail((900, 900))
+    buf = io.BytesIO(); im.convert("RGB").quantize(128).save(buf, format="PNG", optimize=True)
+    display(Image(data=buf.getvalue(), format="png"))
+
+
+def plain_log_ticks(ax, ticks, axis="x"):
+    """Log axis labelled only at the given values, as plain numbers (no crowded minor labels)."""
+    from matplotlib.ticker import FixedLocator, FixedFormatter, NullLocator
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(FixedLocator(ticks)); a.set_major_formatter(FixedFormatter([f"{t:g}" for t in ticks]))
+    a.set_minor_locator(NullLocator())
+
 print("fast variant" if FAST else "full variant")'''
 
 
@@ -50,9 +73,8 @@ assert abs(m1 / 1.138e6 - 1) < 2e-3 and abs(m100 / 1.127e10 - 1) < 2e-3'''),
            "f(a) >= 1 - a - delta. The exact curve reaches 0.01 near M ~ 2.7e3, about 400x fewer rounds than the "
            "closed form needs (`jaxdp plan` finds the smallest integer M)."),
     ("code", '''Ms = np.unique(np.round(np.logspace(1, 6.5, 14 if FAST else 40)))
-t0 = time.time()
 g_exact = np.asarray(shuffled.tv_gap(1.0, Ms))
-print(f"exact gap on {Ms.size} values of M: {time.time() - t0:.1f} s (includes compilation)")
+print(f"exact gap on {Ms.size} values of M")
 g_be = np.asarray(cf.delta_berry_esseen(1.0, Ms)); g_lin = np.asarray(cf.delta_linear_test(1.0, Ms))
 g_clt = np.asarray(asy.delta_gap_clt(1.0, Ms)); g_ew = np.asarray(asy.delta_gap_edgeworth(1.0, Ms))
 M_cross = float(np.exp(np.interp(np.log(0.01), np.log(g_exact[::-1]), np.log(Ms[::-1]))))
@@ -67,7 +89,7 @@ ax.loglog(Ms, g_clt, "--", label="CLT"); ax.loglog(Ms, g_ew, ":", label="Edgewor
 ax.loglog(Ms, g_lin, label="linear test (lower bound)")
 ax.axhline(0.01, color="k", lw=1, ls="--"); ax.set_xlabel("rounds per epoch M"); ax.set_ylabel("gap")
 ax.set_title("sigma = 1, one epoch"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
-fig.tight_layout(); fig.savefig(os.path.join(FIG, "shuffling_gap_vs_M.png"), dpi=110); plt.show()'''),
+fig.tight_layout(); show(fig, "shuffling_gap_vs_M.png")'''),
     ("md", "## 3. Trade-off curves: exact (both directions) vs closed form vs CLT vs Edgeworth"),
     ("code", '''a = np.concatenate([np.logspace(-6, -2, 20), np.linspace(0.0125, 1, 60)])
 M0 = 1000.0
@@ -77,15 +99,23 @@ f_ew = np.asarray(asy.tradeoff_edgeworth(a, 1.0, M0))
 print("max |Edgeworth - exact| =", np.nanmax(np.abs(f_ew - f_ex)), "  max |CLT - exact| =", np.nanmax(np.abs(f_clt - f_ex)))
 print("closed form below exact everywhere:", bool(np.all(np.nan_to_num(f_be, nan=0) <= f_ex + 1e-9)))
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.3))
-for ax, log in zip(axes, (False, True)):
-    ax.plot(a, 1 - a, color="0.7", ls=":", label="1 - a")
-    ax.plot(a, f_ex, label="exact T(P,Q)"); ax.plot(a, f_rev, ls="--", label="exact T(Q,P)")
-    ax.plot(a, f_be, label="closed form (lower bound)"); ax.plot(a, f_clt, ls="-.", label="CLT")
-    ax.plot(a, f_ew, ls=":", label="Edgeworth")
-    ax.set_xlabel("type I error a"); ax.set_ylabel("type II error f(a)")
-    if log: ax.set_xscale("log")
-axes[0].legend(fontsize=8); axes[0].set_title(f"sigma = 1, M = {M0:.0f}")
-fig.tight_layout(); fig.savefig(os.path.join(FIG, "shuffling_tradeoff.png"), dpi=110); plt.show()'''),
+styles = [("exact T(P,Q)", f_ex, dict(color="C0", lw=2)), ("exact T(Q,P)", f_rev, dict(color="C1", ls="--", marker="x", ms=4, markevery=6)),
+          ("CLT", f_clt, dict(color="C3", ls="-.", marker="s", ms=3, markevery=7)),
+          ("Edgeworth", f_ew, dict(color="C4", ls=":", marker="^", ms=3, markevery=5)),
+          ("closed form (lower bound on f)", f_be, dict(color="C2"))]
+ax = axes[0]
+ax.plot(a, 1 - a, color="0.6", ls=":", label="1 - a (no privacy loss)")
+for lab, y, kw in styles:
+    ax.plot(a, y, label=lab, **kw)
+ax.set_xlabel("type I error a"); ax.set_ylabel("type II error f(a)"); ax.set_title(f"trade-off curves, sigma = 1, M = {M0:.0f}")
+ax.legend(fontsize=8, loc="upper right")
+ax = axes[1]   # the differences are invisible on the left: plot 1 - a - f(a) (the gap at each a), log scales
+for lab, y, kw in styles:
+    ax.plot(a, np.where(1 - a - y > 0, 1 - a - y, np.nan), label=lab, **kw)
+ax.set_xscale("log"); ax.set_yscale("log"); ax.set_ylim(1e-6, 1)
+ax.set_xlabel("type I error a"); ax.set_ylabel("1 - a - f(a)"); ax.set_title("distance below 1 - a (log scales)")
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, loc="lower right")
+fig.tight_layout(); show(fig, "shuffling_tradeoff.png")'''),
     ("md", "## 4. Epochs\n\nThe closed form composes as f_{0,delta}^E = f_{0,1-(1-delta)^E} (linear in E); the CLT "
            "gap grows like sqrt(E). The exact multi-epoch curve (certified PLD) runs in the full variant "
            "(`JAXDP_NOTEBOOK_FAST=0`) or with `jaxdp shuffle --epochs E`."),
@@ -103,7 +133,7 @@ if not FAST: ax.loglog(E, g_ex_E, "^-", label="exact (PLD)")
 ax.loglog(E, g_clt_E[0] * np.sqrt(E), ":", color="0.5", label="sqrt(E) growth")
 ax.set_xlabel("epochs E"); ax.set_ylabel("gap"); ax.set_title("sigma = 1, M = 1e4"); ax.legend(fontsize=8)
 ax.grid(True, which="both", alpha=0.3)
-fig.tight_layout(); fig.savefig(os.path.join(FIG, "shuffling_epochs.png"), dpi=110); plt.show()'''),
+fig.tight_layout(); show(fig, "shuffling_epochs.png")'''),
     ("md", "## 5. Poisson subsampling at q = 1/M, T = E M\n\nCLT: mu_P (Bu et al.; equal to the shuffle CLT mu) and "
            "mu_U (Dong-Roth-Su); the ratio tends to sqrt(2) as sigma -> 0 and to 1 as sigma -> inf. Exact (certified) "
            "eps of both: full variant or `jaxdp compare`."),
@@ -113,7 +143,7 @@ print("mu_U/mu_P at sigma = 1, 2:", np.round(np.asarray(asy.clt_ratio(np.array([
 fig, ax = plt.subplots(figsize=(6, 4))
 ax.semilogx(s_grid, ratio); ax.axhline(np.sqrt(2), ls=":", color="0.5"); ax.axhline(1, ls=":", color="0.5")
 ax.set_xlabel("sigma"); ax.set_ylabel("mu_U / mu_P"); ax.set_title("Poisson CLT mus (Dong-Roth-Su / Bu et al.)")
-fig.tight_layout(); fig.savefig(os.path.join(FIG, "shuffling_poisson_clt_ratio.png"), dpi=110); plt.show()
+fig.tight_layout(); show(fig, "shuffling_poisson_clt_ratio.png")
 if not FAST:
     import jaxdp.poisson as po
     es = float(sh.epsilon_for_delta(1e-5, noise_multiplier=1.0, num_rounds=1e4))
@@ -131,25 +161,47 @@ RPP = [
 from jaxdp.pufferfish import experiments as ex'''),
     ("code", '''alphas = (2.0, 5.0, 10.0, 50.0, float("inf")) if FAST else ex.ALPHAS
 epsilons = (1.0,) if FAST else ex.EPSILONS
-t0 = time.time()
 with np.errstate(invalid="ignore", divide="ignore"):
     rows, summary = ex.compute_tables(alphas=alphas, epsilons=epsilons)
-print(f"{len(rows)} rows in {time.time() - t0:.1f} s (includes compilation)")
+print(f"{len(rows)} rows")
 for k, v in summary.items():
     print(f"{k}: {v:.4g}")'''),
     ("code", '''from IPython.display import Markdown, display
 display(Markdown(ex.markdown_table(rows, epsilon=1.0, kind="RAW")))'''),
-    ("code", '''ex.make_plots(rows, FIG, epsilon=1.0)
-os.replace(os.path.join(FIG, "pufferfish_alpha.png"), os.path.join(FIG, "rpp_uci_alpha.png"))
-raw = [r for r in rows if r["query_kind"] == "RAW" and r["epsilon"] == 1.0 and np.isfinite(r["alpha"])]
+    ("code", '''raw = [r for r in rows if r["query_kind"] == "RAW" and r["epsilon"] == 1.0 and np.isfinite(r["alpha"])]
+keys = sorted({(r["dataset"], r["query"], r["secret"]) for r in raw})
+methods = [("song", "o", "W_inf (Song)"), ("pierquin", "s", "W_inf (Pierquin)"), ("theorem1", "^", "alpha-W Theorem 1"),
+           ("tight", "D", "alpha-W tight"), ("exact", "v", "exact Renyi")]
+ncol = 4; nrow = -(-len(keys) // ncol)
+fig, axes = plt.subplots(nrow, ncol, figsize=(12, 2.6 * nrow), squeeze=False)
+for ax, key in zip(axes.flat, keys):
+    sel = sorted([r for r in raw if (r["dataset"], r["query"], r["secret"]) == key], key=lambda r: r["alpha"])
+    al = [r["alpha"] for r in sel]
+    for c, (m, mk, lab) in enumerate(methods):
+        ax.plot(al, [r["b_" + m] for r in sel], marker=mk, ms=4, color=f"C{c}", label=lab)
+    ax.set_xscale("log"); plain_log_ticks(ax, sorted(set(al)))
+    ax.set_title(f"{key[0]}: {key[1]} | {key[2]}", fontsize=9); ax.set_ylim(0, None)
+for ax in axes.flat[len(keys):]:
+    ax.axis("off")
+for ax in axes[:, 0]: ax.set_ylabel("Laplace scale b")
+for ax in axes[-1, :]: ax.set_xlabel("alpha")
+handles, labels = axes.flat[0].get_legend_handles_labels()
+(axes.flat[-1] if len(keys) < axes.size else fig).legend(handles, labels, loc="center", fontsize=9)
+fig.suptitle("Laplace noise for (alpha, eps = 1)-RPP, RAW queries (lower is better)")
+fig.tight_layout(); show(fig, "rpp_uci_alpha.png")
 ratio = np.array([r["b_tight"] / r["b_song"] for r in raw])
 print(f"Laplace scale, tight alpha-W / W_inf baseline: median {np.median(ratio):.3g}, max {ratio.max():.3g}")
-fig, ax = plt.subplots(figsize=(7, 4))
-for key in sorted({(r["dataset"], r["query"], r["secret"]) for r in raw}):
+fig, ax = plt.subplots(figsize=(9, 4.2))
+cmap = plt.get_cmap("tab20")
+for k, key in enumerate(keys):
     sel = sorted([r for r in raw if (r["dataset"], r["query"], r["secret"]) == key], key=lambda r: r["alpha"])
-    ax.semilogx([r["alpha"] for r in sel], [r["b_tight"] / r["b_song"] for r in sel], "o-", ms=3, label=f"{key[0]}: {key[1]} | {key[2]}")
-ax.set_xlabel("alpha"); ax.set_ylabel("b (tight alpha-W) / b (W_inf)"); ax.set_ylim(0, None); ax.legend(fontsize=6)
-ax.set_title("RAW queries, eps = 1"); fig.tight_layout(); fig.savefig(os.path.join(FIG, "rpp_uci_ratio.png"), dpi=110); plt.show()'''),
+    ax.plot([r["alpha"] for r in sel], [r["b_tight"] / r["b_song"] for r in sel], marker="osD^v<>ph*X"[k % 11], ms=5,
+            color=cmap(k % 20), label=f"{key[0]}: {key[1]} | {key[2]}")
+ax.set_xscale("log"); plain_log_ticks(ax, sorted({r["alpha"] for r in raw}))
+ax.set_xlabel("alpha"); ax.set_ylabel("b (tight alpha-W) / b (W_inf)"); ax.set_ylim(0, 1.05)
+ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+ax.set_title("RAW queries, eps = 1: noise relative to the W_inf baseline"); ax.grid(True, alpha=0.3)
+fig.tight_layout(); show(fig, "rpp_uci_ratio.png")'''),
 ]
 
 CALIB = [
@@ -160,9 +212,7 @@ CALIB = [
 import jaxdp.calibrate as cal'''),
     ("md", "## 1. A noise table (Poisson, q = 0.01, T = 1000 steps, delta = 1e-5) in one batched solve"),
     ("code", '''eps = np.array([0.5, 1.0, 2.0, 4.0]) if FAST else np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0])
-t0 = time.time()
 sig = np.asarray(cal.noise_multiplier(epsilon=eps, delta=1e-5, sampling_probability=0.01, num_steps=1000))
-print(f"{time.time() - t0:.1f} s (includes compilation)")
 for e, s in zip(eps, sig):
     print(f"eps = {e:5.2f}  sigma* = {s:.4f}")
 assert abs(sig[list(eps).index(1.0)] - 1.415) < 2e-3   # documented value'''),
@@ -197,10 +247,11 @@ for k in range(3 if FAST else 12):
     print(f"step {k}: b = {hist[-1][0]:7.2f}  U = {hist[-1][1]:.5f}  dU/dlog b = {float(gr):+.4f}")
 fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
 ax[0].plot(eps, sig, "o-"); ax[0].set_xscale("log"); ax[0].set_yscale("log"); ax[0].set_xlabel("epsilon"); ax[0].set_ylabel("sigma*")
+plain_log_ticks(ax[0], list(eps)); plain_log_ticks(ax[0], [float(f"{v:.3g}") for v in sig], axis="y"); ax[0].grid(True, alpha=0.3)
 ax[0].set_title("noise table (Poisson, q = 0.01, T = 1000)")
 ax[1].plot([h[0] for h in hist], [h[1] for h in hist], "o-"); ax[1].set_xlabel("batch size b"); ax[1].set_ylabel("U")
 ax[1].set_title("Adam on log b (feasible iterates)")
-fig.tight_layout(); fig.savefig(os.path.join(FIG, "calibration.png"), dpi=110); plt.show()'''),
+fig.tight_layout(); show(fig, "calibration.png")'''),
 ]
 
 TRAIN = [
@@ -241,22 +292,69 @@ log = []
 for e in range(epochs):
     idx = training.epoch_batches(jax.random.fold_in(key, e), N, batch)
     w, st, l = run_epoch(w, st, idx)
-    t0 = time.time(); acct = training.accountant_update(acct)
+    acct = training.accountant_update(acct)
     acc = float(jnp.mean((X @ w > 0) == (y > 0.5)))
     log.append((e + 1, float(l), acc, float(acct.epsilon), float(acct.epsilon_poisson)))
-    print(f"epoch {e + 1}: loss {l:.4f}  accuracy {acc:.3f}  eps shuffle {acct.epsilon:.4f}  eps Poisson {acct.epsilon_poisson:.4f}"
-          f"  (accountant {time.time() - t0:.1f} s)")'''),
+    print(f"epoch {e + 1}: loss {l:.4f}  accuracy {acc:.3f}  eps shuffle {acct.epsilon:.4f}  eps Poisson {acct.epsilon_poisson:.4f}")'''),
     ("code", '''E = [r[0] for r in log]
 fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
 ax[0].plot(E, [r[2] for r in log], "o-"); ax[0].set_xlabel("epoch"); ax[0].set_ylabel("train accuracy")
+ax[0].set_ylim(0.5, 1.0); ax[0].set_xticks(E); ax[1].set_xticks(E)
 ax[1].plot(E, [r[3] for r in log], "o-", label="shuffling (exact)"); ax[1].plot(E, [r[4] for r in log], "s--", label="Poisson q = b/N")
 ax[1].set_xlabel("epoch"); ax[1].set_ylabel(f"epsilon at delta = {delta:g}"); ax[1].legend()
 fig.suptitle(f"DP-SGD, N = {N}, b = {batch}, sigma = {sigma}"); fig.tight_layout()
-fig.savefig(os.path.join(FIG, "training.png"), dpi=110); plt.show()'''),
+show(fig, "training.png")'''),
 ]
 
+BOOKS = {"01_shuffling.ipynb": SHUFFLING, "02_rpp_uci.ipynb": RPP, "03_calibration_tuning.ipynb": CALIB,
+         "04_dpsgd_training.ipynb": TRAIN}
+
+
+def execute(name, fast):
+    """Run one notebook in place (cwd notebooks/) and keep only deterministic outputs."""
+    import nbclient
+
+    path = os.path.join(HERE, name)
+    book = nbf.read(path, as_version=4)
+    variant = ("the fast variant (`JAXDP_NOTEBOOK_FAST=1`, what CI runs)" if fast
+               else "the full variant (`JAXDP_NOTEBOOK_FAST=0`)")
+    book.cells.insert(1, nbf.v4.new_markdown_cell(
+        f"*Outputs below are from {variant}, regenerated by `python notebooks/_build.py --execute"
+        f"{'' if fast else ' --full'}`.*"))
+    os.environ["JAXDP_NOTEBOOK_FAST"] = "1" if fast else "0"
+    nbclient.NotebookClient(book, timeout=1800, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": HERE}}).execute()
+    for i, cell in enumerate(book.cells):
+        cell.metadata = {}
+        cell["id"] = f"cell-{i}"
+        if cell.cell_type == "code":
+            cell.execution_count = None
+            # stderr (warnings, compile notes) carries paths and timings: dropped
+            cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+            for o in cell.outputs:
+                if "execution_count" in o:
+                    o.execution_count = None
+                if o.output_type in ("display_data", "execute_result"):
+                    o.metadata = {}
+                    o.data = {k: v for k, v in o.data.items() if k in ("image/png", "text/markdown", "text/plain")}
+                    if "image/png" in o.data:
+                        o.data.pop("text/plain", None)
+    book.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nbf.write(book, path)
+
+
 if __name__ == "__main__":
-    nb(SHUFFLING, "01_shuffling.ipynb")
-    nb(RPP, "02_rpp_uci.ipynb")
-    nb(CALIB, "03_calibration_tuning.ipynb")
-    nb(TRAIN, "04_dpsgd_training.ipynb")
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--execute", action="store_true", help="also run the notebooks and store their outputs")
+    ap.add_argument("--full", action="store_true", help="with --execute: the full variant (JAXDP_NOTEBOOK_FAST=0)")
+    ap.add_argument("names", nargs="*", help="notebooks to build (default: all)")
+    a = ap.parse_args()
+    for name, cells in BOOKS.items():
+        if a.names and name not in a.names:
+            continue
+        nb(cells, name)
+        if a.execute:
+            execute(name, fast=not a.full)
+            print(name, os.path.getsize(os.path.join(HERE, name)), "bytes")
