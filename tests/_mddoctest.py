@@ -11,6 +11,7 @@ Fenced blocks
     next ``$ `` line or the end of the fence, are its expected stdout. Commands run in-process through
     ``jaxdp.cli.main(argv)`` with stdout captured (one process, so compiled programs are shared), in
     a temporary working directory (``--plot x.png`` writes there). A non-zero exit code fails.
+    ``$ printf '...' > FILE`` writes an example input file there (run by the shell, no output).
 ``python``
     Executed; the blocks of one file share one namespace, in document order. Checked values: a
     top-level statement whose last line ends in ``# -> VALUE`` is compared after it runs with
@@ -66,6 +67,7 @@ import math
 import os
 import re
 import shlex
+import subprocess
 from typing import Any
 
 import numpy as np
@@ -280,8 +282,11 @@ def check_console(block: Block, workdir: str) -> list[str]:
     errors = []
     for cmd, expected in console_commands(block):
         argv = shlex.split(cmd)
+        if argv[0] == "printf" and ">" in cmd:  # a doc's example input file, written in the work dir
+            subprocess.run(cmd, shell=True, cwd=workdir, check=True)  # noqa: S602 - our own documentation
+            continue
         if argv[0] != "jaxdp":
-            errors.append(f"{block.path}:{block.line}: only jaxdp commands run here: {cmd}")
+            errors.append(f"{block.path}:{block.line}: only jaxdp and `printf ... > file` commands run here: {cmd}")
             continue
         cwd = os.getcwd()
         os.chdir(workdir)
