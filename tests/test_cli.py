@@ -22,15 +22,7 @@ from jaxdp import cli
 SUBCOMMANDS = ("plan", "shuffle", "poisson", "compare", "calibrate", "rpp")
 
 
-@pytest.fixture(autouse=True)
-def _no_persistent_cache(monkeypatch):
-    monkeypatch.setenv("JAXDP_CACHE_DIR", "off")
-
-
-def run(argv, capsys):
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests._cli_util import _no_persistent_cache, run  # noqa: F401,E402  (autouse fixture)
 
 
 # ------------------------------------------------------------------------------------------------

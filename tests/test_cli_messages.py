@@ -21,15 +21,7 @@ from jaxdp.cli import _format, _runtime
 from jaxdp.cli import _compute as cc
 
 
-@pytest.fixture(autouse=True)
-def _no_persistent_cache(monkeypatch):
-    monkeypatch.setenv("JAXDP_CACHE_DIR", "off")
-
-
-def run(argv, capsys):
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests._cli_util import _no_persistent_cache, run  # noqa: F401,E402  (autouse fixture)
 
 
 def _shuffle_stub(exact=0.005, edgeworth=0.0053, clt=0.0052, be=np.nan):
