@@ -442,23 +442,35 @@ def solve(
     return _raise_if_failed(sol, throw)
 
 
+_INT_MARGIN = 1e-13
+
+
 def _round_feasible(fn, params, target, x_feas, x_inf, decreasing):
-    """Extreme feasible integer given a real bracket [x_inf, x_feas] of a fn defined on the reals."""
+    """Extreme feasible integer given a real bracket [x_inf, x_feas] of a fn defined on the reals.
+
+    Integer bisection between the integers just outside the bracket: the solver's relative
+    tolerance (1e-10) spans many integers once the root is above ~1e10, so rounding one end is not
+    enough for the smallest (decreasing) or largest feasible integer.  With no infeasible point on
+    the other side (the solve stopped at its limit), the rounded feasible end itself is the answer.
+    An integer counts as feasible only with a margin of ``_INT_MARGIN`` (relative to the target):
+    at the boundary two compilations of the same accountant differ in the last digits, and the
+    integer returned must be feasible by the public function's own number too.
+    """
     f64 = jnp.float64
-    if decreasing:
-        n = jnp.floor(x_inf) + 1.0  # smallest integer above the infeasible end
-        safe = jnp.ceil(x_feas)
-        need = n < x_feas
-    else:
-        n = jnp.ceil(x_inf) - 1.0
-        safe = jnp.floor(x_feas)
-        need = n > x_feas
-    # no infeasible point below the feasible end (e.g. the solve stopped at its lower limit):
-    # the rounded feasible end itself is the extreme feasible integer
-    n = jnp.minimum(n, safe) if decreasing else jnp.maximum(n, safe)
-    nn = jnp.where(jnp.isfinite(n), n, 1.0)
-    feas_n = jnp.asarray(fn(nn, params), f64) - target <= 0
-    return jnp.where(need, jnp.where(feas_n, n, safe), n)
+    params, target = jax.lax.stop_gradient((params, target))  # an integer: no tangent to carry
+    b = jnp.ceil(x_feas) if decreasing else jnp.floor(x_feas)  # feasible
+    a = jnp.floor(x_inf) if decreasing else jnp.ceil(x_inf)  # infeasible (when on the other side)
+    inside = (a < b) if decreasing else (a > b)
+    a = jnp.where(inside & jnp.isfinite(a), a, b)
+
+    def body(ab):
+        a_, b_ = ab
+        mid = jnp.floor(0.5 * (a_ + b_))
+        ok = jnp.asarray(fn(mid, params), f64) - target <= -_INT_MARGIN * jnp.abs(target)
+        return jnp.where(ok, a_, mid), jnp.where(ok, mid, b_)
+
+    _, b = jax.lax.while_loop(lambda ab: jnp.abs(ab[1] - ab[0]) > 1.0, body, (a, b))
+    return b
 
 
 # ------------------------------------------------------------------------------------------------
