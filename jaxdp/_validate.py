@@ -52,7 +52,7 @@ def check(
 ):
     """Validate a numeric argument.
 
-    Returns ``(x, ok)`` with ``x`` as a float64 (or int) JAX array and ``ok`` a boolean array of the
+    Returns ``(x, ok)`` with ``x`` as a float64 JAX array (also for ``integer=True``) and ``ok`` a boolean array of the
     same shape.  Concrete invalid input raises ``ValueError`` naming ``name`` and the valid range.
     """
     if isinstance(x, (str, bytes)) or x is None:
@@ -87,14 +87,11 @@ def check(
             raise ValueError(
                 f"{name} must be {what}{_fmt_range(lo, hi, lo_open, hi_open, allow_inf)}, got {first!r}"
             )
-    xa = jnp.asarray(x)
-    if not integer:
-        if xa.dtype == jnp.float32 or xa.dtype == jnp.float16 or xa.dtype == jnp.bfloat16:
-            # Accountant numerics need float64 (e.g. deltas of 1e-10, log-sums over 1e6 bins).
-            # Widening a float32 input is exact, so we widen rather than compute in float32.
-            xa = xa.astype(jnp.float64)
-        else:
-            xa = xa.astype(jnp.float64)
+    # Always float64, integers included: accountant numerics need float64 (deltas of 1e-10,
+    # log-sums over 1e6 bins; widening float32 is exact), and one dtype per argument means
+    # ``num_steps=1000`` and ``num_steps=1000.0`` share one compiled program instead of two.
+    # Integer-valued floats are exact up to 2^53, far above every validated count.
+    xa = jnp.asarray(x).astype(jnp.float64)
     ok = ~jnp.isnan(xa)
     if not allow_inf:
         ok &= jnp.isfinite(xa)

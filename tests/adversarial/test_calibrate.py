@@ -180,6 +180,7 @@ def test_rounds_never_read_a_failed_gap_as_feasible(monkeypatch):
 # ---- regressions (issue 20), at the public defaults -----------------------------------------------
 
 
+@pytest.mark.xdist_group("poisson_default_eps")
 def test_regression_class7_calibrated_sigma_is_feasible_by_the_default_accountant():
     """noise_multiplier(2, 1e-10, q = 0.01, T = 1000) returned 1.268835, where po.epsilon_for_delta
     (default grid) reported 2.0488 > 2.  Now the default-grid number at the returned sigma is <= 2;
@@ -191,6 +192,7 @@ def test_regression_class7_calibrated_sigma_is_feasible_by_the_default_accountan
     assert _one_step_delta(2.0, s, 0.01) <= 1e-10
 
 
+@pytest.mark.xdist_group("poisson_default_eps")
 def test_regression_class3_sigma_not_at_the_bracket_edge():
     """noise_multiplier(1e4, 1e-5, q = 0.01, T = 100) returned the search limit sigma = 0.01, where the
     T-step event bound gives delta(1e4) >= 0.06 (the issue: eps >= 31,593).  Now either an error, or a

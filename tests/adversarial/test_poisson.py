@@ -204,6 +204,7 @@ def test_tradeoff_below_closed_forms(data):
 # ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("poisson_default_bracket")
 def test_regression_eps_saturated_near_709():
     """Class 2: [709.08, 709.09] against the exact 5409.07 (one-step remove closed form); with
     sigma = 1e-3 and 10 steps 7097.7 against the all-sampled lower bound 4.9e6."""
@@ -216,6 +217,7 @@ def test_regression_eps_saturated_near_709():
     assert lb > 4.9e6 and float(b.upper) >= lb and float(b.lower) <= float(b.upper) <= lb * 1.01
 
 
+@pytest.mark.xdist_group("poisson_default_eps")
 def test_regression_eps_infinite_for_small_delta():
     """Class 6: eps(1e-12) of one Gaussian step was +inf; closed form 3.449."""
     e = float(po.epsilon_for_delta(1e-12, noise_multiplier=2.0, sampling_probability=1.0, num_steps=1))
@@ -232,6 +234,7 @@ def test_regression_delta_nan_at_huge_epsilon():
     assert 0.0 <= lo <= up < 1e-10
 
 
+@pytest.mark.xdist_group("poisson_default_bracket")
 def test_regression_small_delta_finite_down_to_1e15():
     """Item 3: for q < 1 and T >= 2 the upper eps was +inf below the FFT float allowance (~1e-12 at
     sigma = 1, q = 0.01, T = 1000).  Now the FFT-free Chernoff bound of the discretised law

@@ -65,6 +65,7 @@ def test_gap_between_linear_test_and_gaussian(sigma, M):
         assert g == pytest.approx(_gap_up(sigma), abs=1e-12)
 
 
+@pytest.mark.xdist_group("shuffle_default_curve")
 @settings(max_examples=n_examples(6, 120), deadline=None)
 @given(sigma_st, rounds_st, st.booleans())
 def test_single_epoch_curve_between_bounds(sigma, M, reverse):
@@ -80,6 +81,7 @@ def test_single_epoch_curve_between_bounds(sigma, M, reverse):
     assert np.max(1.0 - A - f) <= g + TOL
 
 
+@pytest.mark.xdist_group("shuffle_small_conversion")
 @settings(max_examples=n_examples(3, 40), deadline=None)
 @given(sigma_st, rounds_st, st.sampled_from([1e-10, 1e-5, 1e-2]))
 def test_epsilon_and_delta_between_bounds(sigma, M, delta):
@@ -97,6 +99,7 @@ def test_epsilon_and_delta_between_bounds(sigma, M, delta):
     assert d <= _gap_up(sigma) + 1e-9
 
 
+@pytest.mark.xdist_group("shuffle_small_conversion")
 @settings(max_examples=n_examples(2, 30), deadline=None)
 @given(sigma_st, st.floats(0.0, 6.0).map(lambda x: 10.0**x), st.sampled_from([2, 5]))
 def test_epochs_only_lose_privacy(sigma, M, E):
@@ -157,6 +160,7 @@ def test_regression_calibrate_rounds_sigma_005():
     assert m == math.inf or _gap_lo(0.05, m) <= 0.01, m
 
 
+@pytest.mark.xdist_group("shuffle_default_curve")
 def test_regression_reverse_tail_above_linear_test():
     """Class 5: tradeoff(1e-10, sigma=0.3, M=2, reverse=True) was 0.9999998 > G_{1/(0.3 sqrt 2)}(1e-10)."""
     f = _at(1e-10, noise_multiplier=0.3, num_rounds=2.0, reverse=True)
@@ -165,6 +169,7 @@ def test_regression_reverse_tail_above_linear_test():
     assert float(_G(1e-10, 1.0 / 0.3)) - TOL <= f <= ceil + TOL, f
 
 
+@pytest.mark.xdist_group("shuffle_default_curve")
 @pytest.mark.parametrize("reverse", [False, True])
 def test_regression_near_one_round_tail(reverse):
     """Class 5: at M = 1.0001, a = 1e-6 the curve was 1.3e-5 outside [G_{1/sigma}, G_{1/(sigma sqrt M)}]."""
