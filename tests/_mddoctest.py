@@ -100,7 +100,11 @@ class Annotated:
 
 def parse(path: str) -> tuple[list[Block], list[Annotated], list[str]]:
     """Fenced blocks, marked paragraphs, and format errors of one Markdown file."""
-    lines = open(path, encoding="utf-8").read().splitlines()
+    return _parse_text(path, open(path, encoding="utf-8").read())
+
+
+def _parse_text(path: str, text: str) -> tuple[list[Block], list[Annotated], list[str]]:
+    lines = text.splitlines()
     blocks, notes, errors = [], [], []
     i, pending = 0, None
     while i < len(lines):
@@ -108,18 +112,19 @@ def parse(path: str) -> tuple[list[Block], list[Annotated], list[str]]:
         m = MARKER.match(line.strip())
         if m:
             kind, arg = m.group(1), m.group(2)
-            if kind not in ("skip", "tol", "source", "cite", "measured"):
+            if kind not in ("skip", "tol", "source", "cite", "measured", "value"):
                 errors.append(f"{path}:{i + 1}: unknown doctest marker {kind!r}")
             if kind in ("skip", "cite", "measured") and not arg.strip("() "):
                 errors.append(f"{path}:{i + 1}: doctest {kind} marker needs a reason/reference")
-            if kind in ("source", "cite", "measured"):
+            if kind in ("source", "cite", "measured", "value"):
                 j = i + 1
                 para = []
                 while j < len(lines) and lines[j].strip():
                     para.append(lines[j])
                     j += 1
-                if kind == "source" and not os.path.exists(os.path.join(ROOT, arg)):
-                    errors.append(f"{path}:{i + 1}: doctest source {arg!r} does not exist")
+                for src in arg.split() if kind == "source" else []:
+                    if not os.path.exists(os.path.join(ROOT, src)):
+                        errors.append(f"{path}:{i + 1}: doctest source {src!r} does not exist")
                 notes.append(Annotated(path, i + 1, kind, arg, "\n".join(para)))
                 pending = None
             else:
@@ -326,15 +331,224 @@ def check_python(block: Block, ns: dict) -> list[str]:
     return errors
 
 
-def check_source(note: Annotated) -> list[str]:
-    if note.kind != "source":
-        return []
-    ref = open(os.path.join(ROOT, note.arg), encoding="utf-8").read()
-    ref_nums = [(_num(t), t) for t in NUMBER.findall(ref)]
+# ---------------------------------------------------------------------------------------------
+# numbers in prose (outside fences)
+
+PROSE_MARKERS = ("source", "measured", "cite", "value")
+_REF = re.compile(
+    r"(?:\b(?:issues?|class(?:es)?|items?|theorems?|reproducers?|sections?|notebooks?|lemmas?|steps?|"
+    r"equations?|eqs?\.|algorithms?|figures?|propositions?|corollar(?:y|ies)|definitions?)\s+"
+    r"(?:\d+(?:\.\d+)?\s*(?:,|/|and|or|-)?\s*)*)$", re.I)
+_VERSION = re.compile(r"\b(?:python|jax|jaxlib|numpy|scipy|version|versions|cuda)\s*$", re.I)
+_DATE = re.compile(r"\b(?:19|20)\d\d-\d\d-\d\d\b")
+_POWER = re.compile(r"\d+\s*\^\s*\{?[-+]?\d+\}?")
+_FORMULA_NEIGHBOUR = set("=<>+-*/^()[]{},|~")
+
+
+@dataclasses.dataclass
+class ProseNumber:
+    path: str
+    line: int
+    token: str
+    status: str  # exempt:<class> | block | source | measured | cite | value | region | unbacked
+    context: str  # the source line
+    start: int  # column of the token in the line
+    marker: int | None = None  # line of the marker covering the paragraph (source/measured/cite/value)
+
+
+def _blank(text: str, pattern: str, flags: int = 0) -> str:
+    """``text`` with every match of ``pattern`` replaced by spaces (columns kept)."""
+    return re.sub(pattern, lambda m: " " * len(m.group(0)), text, flags=flags)
+
+
+def _exemption(line: str, clean: str, start: int, end: int, tok: str) -> str | None:
+    """The syntactic class of a non-result number, or None for a result (see the module docstring)."""
+    before, after = clean[:start], clean[end:]
+    if re.match(r"^\s*(?:[-*+]\s+)?\d+\.\s", line) and re.fullmatch(r"\s*(?:[-*+]\s+)?", before):
+        return "list"
+    if line.lstrip().startswith("|") and re.fullmatch(r"\s*\|\s*", before) and after.lstrip().startswith("|") \
+            and re.fullmatch(r"\d+", tok):
+        return "row"
+    if _REF.search(before):
+        return "reference"
+    if _VERSION.search(before) or re.match(r"\+", after) or re.search(r"\bCC BY\s*$", before):
+        return "version"
+    if re.fullmatch(r"(?:19|20)\d\d", tok) and (before.rstrip().endswith(("(", "al.", "al.,")) or after.lstrip().startswith(")")):
+        return "year"
+    for m in _POWER.finditer(clean):
+        if m.start() <= start < m.end():
+            return "power"
+    if re.fullmatch(r"[-+]?\d", tok):
+        prev = before.rstrip()[-1:] if before.strip() else ""
+        nxt = after.lstrip()[:1]
+        if prev in _FORMULA_NEIGHBOUR or nxt in _FORMULA_NEIGHBOUR or not prev and not nxt:
+            return "formula"
+    return None
+
+
+def _regions(lines: list[str]) -> set[int]:
+    """Lines (1-based) inside ``<!-- NAME:BEGIN -->`` ... ``<!-- NAME:END -->``: generated text that a test
+    under tests/ regenerates and compares (it must name ``NAME:BEGIN``)."""
+    out, start = set(), None
+    for i, ln in enumerate(lines):
+        m = re.match(r"^<!--\s*([A-Z][A-Z0-9-]*):(BEGIN|END)\s*-->\s*$", ln.strip())
+        if m and m.group(2) == "BEGIN":
+            start = (m.group(1), i)
+        elif m and start and m.group(1) == start[0]:
+            if _generated_by(start[0]):
+                out.update(range(start[1] + 1, i + 2))
+            start = None
+    return out
+
+
+def _generated_by(name: str) -> str | None:
+    tests = os.path.join(ROOT, "tests")
+    for dirpath, _, files in os.walk(tests):
+        for f in files:
+            if f.endswith(".py") and f"{name}:BEGIN" in open(os.path.join(dirpath, f), encoding="utf-8").read():
+                return os.path.join(dirpath, f)
+    return None
+
+
+def _in(sorted_values: np.ndarray, tok: str) -> bool:
+    """Whether a value equal to ``tok`` at its printed precision is among ``sorted_values``."""
+    v, u = _num(tok), _unit(tok) * (1 + 1e-12)
+    k = np.searchsorted(sorted_values, v - u)
+    return bool(k < len(sorted_values) and abs(sorted_values[k] - v) <= u)
+
+
+def _block_numbers(blocks: list[Block]) -> list[float]:
+    """Numbers of the blocks the harness runs: console commands and checked output, python code and
+    ``# ->`` values (all compared with what runs, so a prose number equal to one of them is backed)."""
+    out = []
+    for b in blocks:
+        if b.info in ("console", "python") and not (b.marker and b.marker[0] == "skip"):
+            out += [_num(t) for t in NUMBER.findall(b.text)]
+    return out
+
+
+def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
+    """Every number in the prose of a Markdown file, with how it is accounted for."""
+    text = open(path, encoding="utf-8").read() if text is None else text
+    lines = text.splitlines()
+    blocks = _parse_text(path, text)[0]
+    backed = np.array(sorted(_block_numbers(blocks)) or [np.nan])
+    regions = _regions(lines)
+    out: list[ProseNumber] = []
+    marker, fence, prev_blank, in_code = None, None, True, False
+    for i, line in enumerate(lines):
+        if fence:
+            if line.startswith(fence):
+                fence = None
+            prev_blank = False
+            continue
+        f = FENCE.match(line)
+        if f:
+            fence, marker = f.group(1), None
+            continue
+        if not line.strip():
+            marker, prev_blank = None, True
+            continue
+        m = MARKER.match(line.strip())
+        if m:
+            marker = (m.group(1), i + 1) if m.group(1) in PROSE_MARKERS else None
+            prev_blank = False
+            continue
+        in_code = line.startswith(("    ", "\t")) and (prev_blank or in_code)
+        prev_blank = False
+        clean = _blank(line, r"<!--.*?-->")
+        clean = _blank(clean, r"\]\([^)]*\)")  # link targets
+        clean = _blank(clean, r"`[^`]*`")  # inline code
+        clean = _blank(clean, _DATE.pattern)
+        clean = re.sub(r"(?<=\d) (?=\d{3}(?!\d))", ",", clean)  # 200 000 is one number (column kept)
+        for mt in NUMBER.finditer(clean):
+            tok, s, e = mt.group(0), mt.start(), mt.end()
+            if tok.endswith("."):  # a sentence's full stop, not a decimal point
+                tok, e = tok[:-1], e - 1
+            if re.match(r"[A-Za-wyz_]", clean[e:e + 1]):  # part of a name (01_shuffling, 3D)
+                continue
+            ex = "code" if in_code else _exemption(line, clean, s, e, tok)
+            if ex:
+                status = "exempt:" + ex
+            elif i + 1 in regions:
+                status = "region"
+            elif marker:
+                status = marker[0]
+            else:
+                status = "block" if _in(backed, tok) else "unbacked"
+            out.append(ProseNumber(path, i + 1, tok, status, line, s, marker[1] if marker else None))
+    return out
+
+
+def check_prose(path: str, text: str | None = None) -> list[str]:
+    """Static part of the prose check: every number is exempt, backed by a block, marked, or (for
+    ``source``) occurs in the source file; ``value`` paragraphs are checked by ``check_values``."""
+    nums = prose_numbers(path, text)
+    markers = _prose_markers(path, text)
     errors = []
-    for t in NUMBER.findall(note.text):
-        v, u = _num(t), _unit(t)
-        # printed at the same or finer precision in the source (a percentage may be quoted as-is)
-        if not any(abs(rv - v) <= u * (1 + 1e-12) for rv, _ in ref_nums):
-            errors.append(f"{note.path}:{note.line}: {t} does not occur in {note.arg}")
+    for n in nums:
+        if n.status == "unbacked":
+            errors.append(f"{n.path}:{n.line}: {n.token} in prose is not backed: quote it from a checked block, "
+                          f"or mark the paragraph (doctest: value/source/measured/cite): {n.context.strip()[:100]}")
+        elif n.status == "source":
+            paths = markers[n.marker][1].split()
+            v, u = _num(n.token), _unit(n.token)
+            if not any(abs(rv - v) <= u * (1 + 1e-12) for p in paths for rv in _source_numbers(p)):
+                errors.append(f"{n.path}:{n.line}: {n.token} does not occur in {' or '.join(paths)}")
+    return errors
+
+
+def _prose_markers(path: str, text: str | None = None) -> dict[int, tuple[str, str]]:
+    """{marker line: (kind, argument)} of the prose markers of a file."""
+    text = open(path, encoding="utf-8").read() if text is None else text
+    out = {}
+    for i, ln in enumerate(text.splitlines()):
+        m = MARKER.match(ln.strip())
+        if m and m.group(1) in PROSE_MARKERS:
+            out[i + 1] = (m.group(1), m.group(2))
+    return out
+
+
+_SOURCE_CACHE: dict[str, list[float]] = {}
+
+
+def _source_numbers(rel: str) -> list[float]:
+    if rel not in _SOURCE_CACHE:
+        ref = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        _SOURCE_CACHE[rel] = [_num(t) for t in NUMBER.findall(ref)]
+    return _SOURCE_CACHE[rel]
+
+
+def check_values(path: str, ns: dict, text: str | None = None, cache: dict | None = None) -> list[str]:
+    """Dynamic part: each ``value EXPR`` marker's expression, evaluated in the document's python
+    namespace, gives the numbers its paragraph quotes; every such prose number must equal one of them
+    at its printed precision, and every value must be quoted (no idle expression)."""
+    nums = prose_numbers(path, text)
+    errors = []
+    for line, (kind, expr) in _prose_markers(path, text).items():
+        if kind != "value":
+            continue
+        key = (path, expr)
+        if cache is not None and key in cache:
+            values = cache[key]
+        else:
+            try:
+                values = np.ravel(np.asarray(eval(expr, ns), dtype=float))  # noqa: S307 - our own documentation
+            except Exception as exc:  # noqa: BLE001 - reported as a doc error
+                errors.append(f"{path}:{line}: doctest value {expr!r} raised {exc!r}")
+                continue
+            if cache is not None:
+                cache[key] = values
+        backed = np.array(sorted(_block_numbers(_parse_text(path, text or open(path, encoding="utf-8").read())[0]))
+                          or [np.nan])
+        para = [n for n in nums if n.marker == line and n.status == "value"]
+        used = np.zeros(len(values), bool)
+        for n in para:
+            v, u = _num(n.token), _unit(n.token)
+            hit = np.abs(values - v) <= u * (1 + 1e-12)
+            used |= hit
+            if not hit.any() and not _in(backed, n.token):
+                errors.append(f"{path}:{n.line}: {n.token} quoted, value {expr!r} gives {values.tolist()}")
+        for v in values[~used]:
+            errors.append(f"{path}:{line}: doctest value {expr!r} computed {v!r}, which the paragraph does not quote")
     return errors

@@ -25,10 +25,24 @@ def _rel(p):
 @pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_doc_format_and_sources(path):
     """Well-formed markers and fences; numbers marked `source` occur in their source file."""
-    blocks, notes, errors = md.parse(str(path))
-    for n in notes:
-        errors += md.check_source(n)
+    _, _, errors = md.parse(str(path))
     assert not errors, "\n".join(errors)
+
+
+# Documents whose prose numbers are not all accounted for yet (issue 19's remaining gap); strict, so
+# a document leaves this list as soon as it passes.
+PROSE_TODO = {"docs/audit.md", "docs/calibrate.md", "docs/cli.md", "docs/pufferfish.md",
+              "docs/shuffle_closed_form.md", "docs/shuffle_exact.md", "docs/soundness.md"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_doc_prose_numbers(path):
+    """Every number in prose is backed (a checked block's number, a value/source marker) or marked
+    measured/cite, or is one of the exempt non-result classes of tests/_mddoctest.py."""
+    if _rel(path) in PROSE_TODO:
+        pytest.xfail("prose numbers not yet accounted for")
+    errors = md.check_prose(str(path))
+    assert not errors, f"{len(errors)} unbacked prose numbers:\n" + "\n".join(errors)
 
 
 @pytest.mark.parametrize("path", FILES, ids=_rel)
@@ -47,9 +61,15 @@ def test_doc_blocks(path, tmp_path):
         elif b.info == "python":
             errors += md.check_python(b, ns)
             ran += 1
-    if not ran:
+    errors += md.check_values(str(path), ns, cache=VALUES)
+    NAMESPACES[_rel(path)] = ns
+    if not ran and not any(k == "value" for k, _ in md._prose_markers(str(path)).values()):
         pytest.skip("no executable blocks")
     assert not errors, "\n".join(errors)
+
+
+VALUES: dict = {}  # (path, expression) -> values, so the one-digit test reuses what the block test computed
+NAMESPACES: dict = {}
 
 
 def test_harness_catches_a_one_digit_change():
@@ -63,3 +83,38 @@ def test_harness_catches_a_one_digit_change():
     assert md.check_value("[1.5, 2]", [1.56, 2.4]) != []
     assert md.check_value("[1.5, 2]", [1.54, 2.4]) == []
     assert md.check_value("1.0 +- 0.1", 1.08) == []
+
+
+def _checked_prose_numbers(path):
+    """Prose numbers the harness compares (block-, source- or value-backed), sampled deterministically."""
+    nums = md.prose_numbers(str(path))
+    return [n for n in nums if n.status in ("block", "source", "value") and len(n.token.strip("+-").replace(".", "").lstrip("0")) >= 2]
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/soundness.md"])
+def test_one_digit_change_in_prose_fails(name, tmp_path):
+    """Changing one digit of a prose result number makes the harness report an error (issue 19)."""
+    path = ROOT / name
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    nums = _checked_prose_numbers(path)
+    assert len(nums) >= 5, nums
+    sample = nums[:: max(1, len(nums) // 8)]
+    ns = NAMESPACES.get(name)
+    for n in sample:
+        mant = n.token.lower().split("e")[0]
+        k = max(i for i, c in enumerate(mant) if c.isdigit())  # the last printed digit of the mantissa
+        changed = n.token[:k] + str((int(n.token[k]) + 1) % 10) + n.token[k + 1:]
+        ln = lines[n.line - 1]
+        lines2 = lines.copy()
+        lines2[n.line - 1] = ln[:n.start] + changed + ln[n.start + len(n.token):]
+        mutated = "\n".join(lines2) + "\n"
+        errors = md.check_prose(str(path), mutated)
+        if n.status == "value" and not errors:
+            if ns is None:
+                ns = {"__name__": "__doc__"}
+                for b in md.parse(str(path))[0]:
+                    if b.info == "python" and not (b.marker and b.marker[0] == "skip"):
+                        md.check_python(b, ns)
+            errors = md.check_values(str(path), ns, mutated, cache=VALUES)
+        assert errors, f"{name}:{n.line}: {n.token} -> {changed} was not detected"
