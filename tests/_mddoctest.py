@@ -412,9 +412,10 @@ def _generated_by(name: str) -> str | None:
 
 def _in(sorted_values: np.ndarray, tok: str) -> bool:
     """Whether a value equal to ``tok`` at its printed precision is among ``sorted_values``."""
-    v, u = _num(tok), _unit(tok) * (1 + 1e-12)
-    k = np.searchsorted(sorted_values, v - u)
-    return bool(k < len(sorted_values) and abs(sorted_values[k] - v) <= u)
+    # strictly within half a unit: 9.5 (a constant of a formula) does not back a quoted 10
+    v, u = _num(tok), _unit(tok) * (1 - 1e-12)
+    k = np.searchsorted(sorted_values, v - u, side="right")
+    return bool(k < len(sorted_values) and abs(sorted_values[k] - v) < u)
 
 
 def _block_numbers(blocks: list[Block]) -> list[float]:
@@ -515,8 +516,18 @@ _SOURCE_CACHE: dict[str, list[float]] = {}
 def _source_numbers(rel: str) -> list[float]:
     if rel not in _SOURCE_CACHE:
         ref = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        ref = re.sub(r"(?<=\d)_(?=\d)", "", ref)  # 100_000 in code
         _SOURCE_CACHE[rel] = [_num(t) for t in NUMBER.findall(ref)]
     return _SOURCE_CACHE[rel]
+
+
+def _default_quad_nodes() -> int:
+    """``quad_nodes`` default of the exact shuffled law (the nz of docs/soundness.md), read from the code."""
+    import inspect
+
+    from jaxdp.mechanisms import shuffled
+
+    return inspect.signature(shuffled.tradeoff).parameters["quad_nodes"].default
 
 
 def check_values(path: str, ns: dict, text: str | None = None, cache: dict | None = None) -> list[str]:
@@ -532,6 +543,9 @@ def check_values(path: str, ns: dict, text: str | None = None, cache: dict | Non
         if cache is not None and key in cache:
             values = cache[key]
         else:
+            ns.setdefault("math", math)
+            ns.setdefault("np", np)
+            ns.setdefault("NZ", _default_quad_nodes())
             try:
                 values = np.ravel(np.asarray(eval(expr, ns), dtype=float))  # noqa: S307 - our own documentation
             except Exception as exc:  # noqa: BLE001 - reported as a doc error
@@ -539,8 +553,9 @@ def check_values(path: str, ns: dict, text: str | None = None, cache: dict | Non
                 continue
             if cache is not None:
                 cache[key] = values
-        backed = np.array(sorted(_block_numbers(_parse_text(path, text or open(path, encoding="utf-8").read())[0]))
-                          or [np.nan])
+        # inputs: the blocks' numbers, and the constants the expression itself shows
+        inputs = _block_numbers(_parse_text(path, text or open(path, encoding="utf-8").read())[0])
+        backed = np.array(sorted(inputs + [_num(t) for t in NUMBER.findall(expr)]) or [np.nan])
         para = [n for n in nums if n.marker == line and n.status == "value"]
         used = np.zeros(len(values), bool)
         for n in para:
