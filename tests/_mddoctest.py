@@ -337,7 +337,7 @@ def check_python(block: Block, ns: dict) -> list[str]:
 PROSE_MARKERS = ("source", "measured", "cite", "value")
 _REF = re.compile(
     r"(?:\b(?:issues?|class(?:es)?|items?|theorems?|reproducers?|sections?|notebooks?|lemmas?|steps?|"
-    r"equations?|eqs?\.|algorithms?|figures?|propositions?|corollar(?:y|ies)|definitions?)\s+"
+    r"equations?|eqs?\.|algorithms?|figures?|propositions?|corollar(?:y|ies)|definitions?|arxiv)\s+"
     r"(?:\d+(?:\.\d+)?\s*(?:,|/|and|or|-)?\s*)*)$", re.I)
 _VERSION = re.compile(r"\b(?:python|jax|jaxlib|numpy|scipy|version|versions|cuda)\s*$", re.I)
 _DATE = re.compile(r"\b(?:19|20)\d\d-\d\d-\d\d\b")
@@ -364,7 +364,7 @@ def _blank(text: str, pattern: str, flags: int = 0) -> str:
 def _exemption(line: str, clean: str, start: int, end: int, tok: str) -> str | None:
     """The syntactic class of a non-result number, or None for a result (see the module docstring)."""
     before, after = clean[:start], clean[end:]
-    if re.match(r"^\s*(?:[-*+]\s+)?\d+\.\s", line) and re.fullmatch(r"\s*(?:[-*+]\s+)?", before):
+    if re.match(r"^\s*(?:[-*+]\s+|#+\s+)?\d+\.\s", line) and re.fullmatch(r"\s*(?:[-*+]\s+|#+\s+)?", before):
         return "list"
     if line.lstrip().startswith("|") and re.fullmatch(r"\s*\|\s*", before) and after.lstrip().startswith("|") \
             and re.fullmatch(r"\d+", tok):
@@ -436,7 +436,7 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
     backed = np.array(sorted(_block_numbers(blocks)) or [np.nan])
     regions = _regions(lines)
     out: list[ProseNumber] = []
-    marker, fence, prev_blank, in_code = None, None, True, False
+    marker, fence, prev_blank, in_code, span_open = None, None, True, False, False
     for i, line in enumerate(lines):
         if fence:
             if line.startswith(fence):
@@ -448,7 +448,7 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
             fence, marker = f.group(1), None
             continue
         if not line.strip():
-            marker, prev_blank = None, True
+            marker, prev_blank, span_open = None, True, False
             continue
         m = MARKER.match(line.strip())
         if m:
@@ -459,7 +459,14 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
         prev_blank = False
         clean = _blank(line, r"<!--.*?-->")
         clean = _blank(clean, r"\]\([^)]*\)")  # link targets
+        if span_open:  # an inline code span continued from the line before
+            close = clean.find("`")
+            clean = " " * len(clean) if close < 0 else " " * (close + 1) + clean[close + 1:]
+            span_open = close < 0
         clean = _blank(clean, r"`[^`]*`")  # inline code
+        if "`" in clean:  # a span that continues on the next line
+            k = clean.index("`")
+            clean, span_open = clean[:k] + " " * (len(clean) - k), True
         clean = _blank(clean, _DATE.pattern)
         clean = re.sub(r"(?<=\d) (?=\d{3}(?!\d))", ",", clean)  # 200 000 is one number (column kept)
         for mt in NUMBER.finditer(clean):
@@ -473,7 +480,7 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
                 status = "exempt:" + ex
             elif i + 1 in regions:
                 status = "region"
-            elif marker:
+            elif marker and not (marker[0] == "source" and _in(backed, tok)):
                 status = marker[0]
             else:
                 status = "block" if _in(backed, tok) else "unbacked"
@@ -521,13 +528,24 @@ def _source_numbers(rel: str) -> list[float]:
     return _SOURCE_CACHE[rel]
 
 
-def _default_quad_nodes() -> int:
-    """``quad_nodes`` default of the exact shuffled law (the nz of docs/soundness.md), read from the code."""
+def _default(dotted: str, arg: str) -> Any:
+    """Default value of argument ``arg`` of the function ``dotted`` (``"pkg.module.func"``), read from
+    the code, so a doc quoting a default stays in step with it."""
+    import importlib
     import inspect
 
-    from jaxdp.mechanisms import shuffled
+    mod, _, name = dotted.rpartition(".")
+    return inspect.signature(getattr(importlib.import_module(mod), name)).parameters[arg].default
 
-    return inspect.signature(shuffled.tradeoff).parameters["quad_nodes"].default
+
+def _imp(name: str) -> Any:
+    import importlib
+
+    return importlib.import_module(name)
+
+
+# names a `value` expression may use besides the document's own python namespace
+VALUE_HELPERS = {"math": math, "np": np, "imp": _imp, "default": _default}
 
 
 def check_values(path: str, ns: dict, text: str | None = None, cache: dict | None = None) -> list[str]:
@@ -543,9 +561,8 @@ def check_values(path: str, ns: dict, text: str | None = None, cache: dict | Non
         if cache is not None and key in cache:
             values = cache[key]
         else:
-            ns.setdefault("math", math)
-            ns.setdefault("np", np)
-            ns.setdefault("NZ", _default_quad_nodes())
+            for k, v in VALUE_HELPERS.items():
+                ns.setdefault(k, v)
             try:
                 values = np.ravel(np.asarray(eval(expr, ns), dtype=float))  # noqa: S307 - our own documentation
             except Exception as exc:  # noqa: BLE001 - reported as a doc error
@@ -556,13 +573,13 @@ def check_values(path: str, ns: dict, text: str | None = None, cache: dict | Non
         # inputs: the blocks' numbers, and the constants the expression itself shows
         inputs = _block_numbers(_parse_text(path, text or open(path, encoding="utf-8").read())[0])
         backed = np.array(sorted(inputs + [_num(t) for t in NUMBER.findall(expr)]) or [np.nan])
-        para = [n for n in nums if n.marker == line and n.status == "value"]
+        para = [n for n in nums if n.marker == line]
         used = np.zeros(len(values), bool)
         for n in para:
             v, u = _num(n.token), _unit(n.token)
             hit = np.abs(values - v) <= u * (1 + 1e-12)
             used |= hit
-            if not hit.any() and not _in(backed, n.token):
+            if n.status == "value" and not hit.any() and not _in(backed, n.token):
                 errors.append(f"{path}:{n.line}: {n.token} quoted, value {expr!r} gives {values.tolist()}")
         for v in values[~used]:
             errors.append(f"{path}:{line}: doctest value {expr!r} computed {v!r}, which the paragraph does not quote")
