@@ -353,7 +353,8 @@ class ProseNumber:
     status: str  # exempt:<class> | block | source | measured | cite | value | region | unbacked
     context: str  # the source line
     start: int  # column of the token in the line
-    marker: int | None = None  # line of the marker covering the paragraph (source/measured/cite/value)
+    marker: int | None = None  # line of the marker that accounts for the number
+    paragraph: tuple = ()  # lines of all the markers over its paragraph
 
 
 def _blank(text: str, pattern: str, flags: int = 0) -> str:
@@ -436,7 +437,8 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
     backed = np.array(sorted(_block_numbers(blocks)) or [np.nan])
     regions = _regions(lines)
     out: list[ProseNumber] = []
-    marker, fence, prev_blank, in_code, span_open = None, None, True, False, False
+    markers: list = []  # (kind, argument, line) of the prose markers over the current paragraph
+    fence, prev_blank, in_code, span_open, prev_marker = None, True, False, False, False
     for i, line in enumerate(lines):
         if fence:
             if line.startswith(fence):
@@ -445,16 +447,19 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
             continue
         f = FENCE.match(line)
         if f:
-            fence, marker = f.group(1), None
+            fence, markers = f.group(1), []
             continue
         if not line.strip():
-            marker, prev_blank, span_open = None, True, False
+            markers, prev_blank, span_open = [], True, False
             continue
         m = MARKER.match(line.strip())
         if m:
-            marker = (m.group(1), i + 1) if m.group(1) in PROSE_MARKERS else None
+            if m.group(1) in PROSE_MARKERS:  # consecutive markers all apply to the paragraph below
+                markers = (markers if prev_marker else []) + [(m.group(1), m.group(2), i + 1)]
+            prev_marker = True
             prev_blank = False
             continue
+        prev_marker = False
         in_code = line.startswith(("    ", "\t")) and (prev_blank or in_code)
         prev_blank = False
         clean = _blank(line, r"<!--.*?-->")
@@ -476,16 +481,36 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
             if re.match(r"[A-Za-wyz_]", clean[e:e + 1]):  # part of a name (01_shuffling, 3D)
                 continue
             ex = "code" if in_code else _exemption(line, clean, s, e, tok)
+            at = None
             if ex:
                 status = "exempt:" + ex
             elif i + 1 in regions:
                 status = "region"
-            elif marker and not (marker[0] == "source" and _in(backed, tok)):
-                status = marker[0]
+            elif markers:
+                status, at = _marked_status(markers, backed, tok)
             else:
                 status = "block" if _in(backed, tok) else "unbacked"
-            out.append(ProseNumber(path, i + 1, tok, status, line, s, marker[1] if marker else None))
+            out.append(ProseNumber(path, i + 1, tok, status, line, s, at, tuple(k[2] for k in markers)))
     return out
+
+
+def _marked_status(markers: list, backed: np.ndarray, tok: str) -> tuple[str, int]:
+    """How a number in a marked paragraph is accounted for: (status, line of the deciding marker).
+    measured/cite accept anything; otherwise a checked block's number, a number occurring in a
+    ``source`` file, or (checked later, by ``check_values``) a ``value`` marker's number."""
+    for kind, _, line in markers:
+        if kind in ("measured", "cite"):
+            return kind, line
+    sources = [(arg, line) for kind, arg, line in markers if kind == "source"]
+    if sources and _in(backed, tok):
+        return "block", sources[0][1]
+    for arg, line in sources:
+        if any(_in(_source_numbers(src), tok) for src in arg.split()):
+            return "source", line
+    for kind, _, line in markers:
+        if kind == "value":
+            return "value", line
+    return "source-missing", sources[0][1]
 
 
 def check_prose(path: str, text: str | None = None) -> list[str]:
@@ -498,11 +523,9 @@ def check_prose(path: str, text: str | None = None) -> list[str]:
         if n.status == "unbacked":
             errors.append(f"{n.path}:{n.line}: {n.token} in prose is not backed: quote it from a checked block, "
                           f"or mark the paragraph (doctest: value/source/measured/cite): {n.context.strip()[:100]}")
-        elif n.status == "source":
-            paths = markers[n.marker][1].split()
-            v, u = _num(n.token), _unit(n.token)
-            if not any(abs(rv - v) <= u * (1 + 1e-12) for p in paths for rv in _source_numbers(p)):
-                errors.append(f"{n.path}:{n.line}: {n.token} does not occur in {' or '.join(paths)}")
+        elif n.status == "source-missing":
+            paths = " or ".join(markers[n.marker][1].split())
+            errors.append(f"{n.path}:{n.line}: {n.token} does not occur in {paths}")
     return errors
 
 
@@ -517,14 +540,14 @@ def _prose_markers(path: str, text: str | None = None) -> dict[int, tuple[str, s
     return out
 
 
-_SOURCE_CACHE: dict[str, list[float]] = {}
+_SOURCE_CACHE: dict[str, np.ndarray] = {}
 
 
 def _source_numbers(rel: str) -> list[float]:
     if rel not in _SOURCE_CACHE:
         ref = open(os.path.join(ROOT, rel), encoding="utf-8").read()
         ref = re.sub(r"(?<=\d)_(?=\d)", "", ref)  # 100_000 in code
-        _SOURCE_CACHE[rel] = [_num(t) for t in NUMBER.findall(ref)]
+        _SOURCE_CACHE[rel] = np.array(sorted(_num(t) for t in NUMBER.findall(ref)) or [np.nan])
     return _SOURCE_CACHE[rel]
 
 
@@ -573,13 +596,13 @@ def check_values(path: str, ns: dict, text: str | None = None, cache: dict | Non
         # inputs: the blocks' numbers, and the constants the expression itself shows
         inputs = _block_numbers(_parse_text(path, text or open(path, encoding="utf-8").read())[0])
         backed = np.array(sorted(inputs + [_num(t) for t in NUMBER.findall(expr)]) or [np.nan])
-        para = [n for n in nums if n.marker == line]
+        para = [n for n in nums if line in n.paragraph]
         used = np.zeros(len(values), bool)
         for n in para:
             v, u = _num(n.token), _unit(n.token)
             hit = np.abs(values - v) <= u * (1 + 1e-12)
             used |= hit
-            if n.status == "value" and not hit.any() and not _in(backed, n.token):
+            if n.status == "value" and n.marker == line and not hit.any() and not _in(backed, n.token):
                 errors.append(f"{path}:{n.line}: {n.token} quoted, value {expr!r} gives {values.tolist()}")
         for v in values[~used]:
             errors.append(f"{path}:{line}: doctest value {expr!r} computed {v!r}, which the paragraph does not quote")
