@@ -374,7 +374,8 @@ def _exemption(line: str, clean: str, start: int, end: int, tok: str) -> str | N
         return "reference"
     if _VERSION.search(before) or re.match(r"\+", after) or re.search(r"\bCC BY\s*$", before):
         return "version"
-    if re.fullmatch(r"(?:19|20)\d\d", tok) and (before.rstrip().endswith(("(", "al.", "al.,")) or after.lstrip().startswith(")")):
+    if re.fullmatch(r"(?:19|20)\d\d", tok) and (before.rstrip().endswith(("(", "al.", "al.,")) or after.lstrip().startswith(")")
+                                                 or re.search(r"\b[A-Z]{3,}\s*$", before)):  # (2024), ICML 2024
         return "year"
     for m in _POWER.finditer(clean):
         if m.start() <= start < m.end():
@@ -383,6 +384,8 @@ def _exemption(line: str, clean: str, start: int, end: int, tok: str) -> str | N
         prev = before.rstrip()[-1:] if before.strip() else ""
         nxt = after.lstrip()[:1]
         if prev in _FORMULA_NEIGHBOUR or nxt in _FORMULA_NEIGHBOUR or not prev and not nxt:
+            return "formula"
+        if re.match(r"\s*[A-Za-z](?:\^|\s*[-+*/)=]|\s*$)", after):  # a coefficient: 2 b^2, 2 s + 1
             return "formula"
     return None
 

@@ -29,17 +29,10 @@ def test_doc_format_and_sources(path):
     assert not errors, "\n".join(errors)
 
 
-# Documents whose prose numbers are not all accounted for yet (issue 19's remaining gap); strict, so
-# a document leaves this list as soon as it passes.
-PROSE_TODO = {"docs/audit.md", "docs/pufferfish.md"}
-
-
 @pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_doc_prose_numbers(path):
     """Every number in prose is backed (a checked block's number, a value/source marker) or marked
     measured/cite, or is one of the exempt non-result classes of tests/_mddoctest.py."""
-    if _rel(path) in PROSE_TODO:
-        pytest.xfail("prose numbers not yet accounted for")
     errors = md.check_prose(str(path))
     assert not errors, f"{len(errors)} unbacked prose numbers:\n" + "\n".join(errors)
 
