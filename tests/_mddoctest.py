@@ -45,16 +45,61 @@ Markers (HTML comments, invisible when rendered)
 ``<!-- doctest: tol ABS -->``
     on the line right before a ``console`` fence: absolute tolerance for its numbers (for outputs
     that legitimately move in the last digits, e.g. across JAX versions); the reason goes in prose.
-``<!-- doctest: source PATH -->``
-    before a paragraph or table whose numbers come from a measurement stored elsewhere (a benchmark
-    result file): every number in that paragraph/table (up to the next blank line) must occur in
-    PATH (relative to the repository root), at the printed precision.
+``<!-- doctest: source PATH [PATH ...] -->``
+    before a paragraph or table whose numbers come from a file (a benchmark result, the code
+    defining a constant or default, the test asserting a value): every number in that
+    paragraph/table (up to the next blank line) that is not exempt (below) or a checked block's
+    number must occur in one of the PATHs (relative to the repository root; ``100_000`` in code
+    reads as 100000), at the printed precision. A weaker check than ``value``: a changed number
+    that also occurs in the file (a round number) still passes.
+``<!-- doctest: value EXPR -->``
+    before a paragraph or table whose numbers a Python expression computes: ``EXPR`` is evaluated
+    after the document's python blocks, in their namespace, with ``math``, ``np``, ``imp``
+    (``importlib.import_module``) and ``default("pkg.mod.func", "arg")`` (an argument's default,
+    read from the code) at hand, and gives a number or a list. Every number of the paragraph must
+    equal one of the values at its printed precision, or be an input: a checked block's number or
+    a constant written in ``EXPR`` itself; and every value must be quoted by the paragraph.
 ``<!-- doctest: measured (command and setting) -->``
     before a paragraph or table of numbers measured by a run too long for CI and not stored in a
     file (a training run, a timing): nothing checked, the command that produced them must be given.
 ``<!-- doctest: cite (reference) -->``
     before a paragraph whose numbers are citations of papers (not recomputed here); nothing checked,
     the reference must be given.
+
+Consecutive markers before one paragraph all apply (e.g. ``source`` for the constants of a
+paragraph and ``value`` for what it computes). ``<!-- NAME:BEGIN -->`` ... ``<!-- NAME:END -->``
+encloses generated text that a test under ``tests/`` regenerates and compares (it must contain
+``NAME:BEGIN``; e.g. the validation table of docs/soundness.md).
+
+Numbers in prose
+----------------
+Every number outside fences (paragraphs, lists, tables, headings) must be accounted for
+(``check_prose``, ``check_values``): a number in a marked paragraph as its markers say; elsewhere
+it must equal, at its printed precision (strictly within half a unit of its last digit), a number
+of the document's checked blocks (a console command or its output, python code or a ``# ->``
+value; all of them compared with what runs). So ``2,730`` quoted in a sentence passes because the
+``jaxdp plan`` output shows ``2,730``, and fails when either changes. Exempt, recognised
+syntactically and nothing else:
+
+* code: inline code spans (also across lines) and indented code blocks -- identifiers, argument
+  values and formulas as typed, not results;
+* link and image targets, HTML comments, dates (2026-11-29);
+* references: the number after issue, class, item, theorem, section, step, notebook, reproducer,
+  figure, lemma, equation, arXiv ... (``issue 20``, ``classes 1, 3 and 7``, ``Theorem 4.1``);
+* versions: after Python/jax/numpy/CUDA/``version``, before ``+`` (``3.10+``), after ``CC BY``;
+* years: 19xx/20xx in ``(2024)``, after ``et al.``, after a venue acronym (``ICML 2024``);
+* numbering: a list or heading ordinal (``1.``), a table row's first cell holding a bare integer;
+* powers: base and exponent of ``2^12``, ``2^-52``;
+* formula digits: a single-digit integer (``-1``, ``2``) next to an operator or bracket
+  (``= < > + - * / ^ ( ) [ ] { } , | ~``), standing alone, or a coefficient of a one-letter
+  symbol (``2 b^2``, ``2 s + 1``); constants of formulas and settings such as ``sigma = 1``.
+
+Everything else is a result: backed by a block, ``value`` or ``source``, or marked ``measured``
+(a run too long for CI or a timing, with the command) or ``cite``. One-digit changes: a backed
+number fails when changed unless the changed number also happens to be backed (another checked
+number of the same document, a number of the ``source`` file, an input of a ``value``
+expression); ``tests/test_docs.py`` checks this on README.md and docs/soundness.md for the result
+numbers (two or more significant digits; three for ``source``-backed ones).
 """
 
 from __future__ import annotations

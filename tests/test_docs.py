@@ -1,6 +1,7 @@
 """README.md and every docs/*.md cannot go stale (issue 19): their commands, outputs and numbers are
-rerun and compared with the text. The format (console / python blocks, ``# -> VALUE`` checks,
-tolerances, ``doctest: skip|tol|source|cite`` markers) is documented in ``tests/_mddoctest.py``.
+rerun and compared with the text, numbers in prose included. The format (console / python blocks,
+``# -> VALUE`` checks, tolerances, ``doctest: skip|tol|source|value|measured|cite`` markers, the
+exempt classes of prose numbers) is documented in ``tests/_mddoctest.py``.
 """
 
 from __future__ import annotations
@@ -116,3 +117,26 @@ def test_one_digit_change_in_prose_fails(name, tmp_path):
                         md.check_python(b, ns)
             errors = md.check_values(str(path), ns, mutated, cache=VALUES)
         assert errors, f"{name}:{n.line}: {n.token} -> {changed} was not detected"
+
+
+def test_prose_rules_on_a_small_document(tmp_path):
+    """The prose rules themselves: a result must be backed; exempt classes pass; markers back."""
+    doc = tmp_path / "d.md"
+    block = "```console\n$ jaxdp plan\nM exact 2,730\n```\n\n"
+    cases = {
+        "The exact M is 2,730.": [],  # equal to the block's output
+        "The exact M is 2,731.": ["2,731"],
+        "Python 3.10+, issue 20, Chua et al. (2024), `--sigma 0.7`, f >= 1 - a, 2^12.": [],
+        "It takes 417 steps.": ["417"],
+        "<!-- doctest: measured (a long run) -->\nIt takes 417 steps.": [],
+        "<!-- doctest: source README.md -->\nIt is 417x fewer.": [],
+        "<!-- doctest: source README.md -->\nIt is 419x fewer.": ["419"],
+    }
+    for prose, bad in cases.items():
+        doc.write_text(block + prose + "\n", encoding="utf-8")
+        errors = md.check_prose(str(doc))
+        assert len(errors) == len(bad) and all(b in e for b, e in zip(bad, errors)), (prose, errors)
+    doc.write_text("<!-- doctest: value [math.sqrt(2)] -->\nsqrt 2 = 1.4142.\n", encoding="utf-8")
+    assert md.check_prose(str(doc)) == [] and md.check_values(str(doc), {}) == []
+    doc.write_text("<!-- doctest: value [math.sqrt(2)] -->\nsqrt 2 = 1.4143.\n", encoding="utf-8")
+    assert md.check_values(str(doc), {})
