@@ -84,11 +84,13 @@ syntactically and nothing else:
 * code: inline code spans (also across lines) and indented code blocks -- identifiers, argument
   values and formulas as typed, not results;
 * link and image targets, HTML comments, dates (2026-11-29);
-* references: the number after issue, class, item, theorem, section, step, notebook, reproducer,
-  figure, lemma, equation, arXiv ... (``issue 20``, ``classes 1, 3 and 7``, ``Theorem 4.1``);
+* references: an integer (or dotted, 4.1) after issue, class, item, theorem, section, step,
+  notebook, reproducer, figure, lemma, equation, arXiv ... (``issue 20``, ``classes 1, 3 and 7``,
+  ``Theorem 4.1``);
 * versions: after Python/jax/numpy/CUDA/``version``, before ``+`` (``3.10+``), after ``CC BY``;
 * years: 19xx/20xx in ``(2024)``, after ``et al.``, after a venue acronym (``ICML 2024``);
-* numbering: a list or heading ordinal (``1.``), a table row's first cell holding a bare integer;
+* numbering: a list or heading ordinal (``1.``), a table row's first cell holding the row's own
+  number (1, 2, 3, ... counted from the header);
 * powers: base and exponent of ``2^12``, ``2^-52``;
 * formula digits: a single-digit integer (``-1``, ``2``) next to an operator or bracket
   (``= < > + - * / ^ ( ) [ ] { } , | ~``), standing alone, or a coefficient of a one-letter
@@ -407,17 +409,17 @@ def _blank(text: str, pattern: str, flags: int = 0) -> str:
     return re.sub(pattern, lambda m: " " * len(m.group(0)), text, flags=flags)
 
 
-def _exemption(line: str, clean: str, start: int, end: int, tok: str) -> str | None:
+def _exemption(line: str, clean: str, start: int, end: int, tok: str, ordinal: bool = False) -> str | None:
     """The syntactic class of a non-result number, or None for a result (see the module docstring)."""
     before, after = clean[:start], clean[end:]
     if re.match(r"^\s*(?:[-*+]\s+|#+\s+)?\d+\.\s", line) and re.fullmatch(r"\s*(?:[-*+]\s+|#+\s+)?", before):
         return "list"
-    if line.lstrip().startswith("|") and re.fullmatch(r"\s*\|\s*", before) and after.lstrip().startswith("|") \
-            and re.fullmatch(r"\d+", tok):
+    if ordinal and re.fullmatch(r"\s*\|\s*", before):
         return "row"
-    if _REF.search(before):
+    if _REF.search(before) and re.fullmatch(r"\d+(?:\.\d+)?", tok):
         return "reference"
-    if _VERSION.search(before) or re.match(r"\+", after) or re.search(r"\bCC BY\s*$", before):
+    if _VERSION.search(before) or re.search(r"\bCC BY\s*$", before) \
+            or re.fullmatch(r"\d+\.\d+", tok) and re.match(r"\+(?![\d.])", after):  # 3.10+
         return "version"
     if re.fullmatch(r"(?:19|20)\d\d", tok) and (before.rstrip().endswith(("(", "al.", "al.,")) or after.lstrip().startswith(")")
                                                  or re.search(r"\b[A-Z]{3,}\s*$", before)):  # (2024), ICML 2024
@@ -433,6 +435,25 @@ def _exemption(line: str, clean: str, start: int, end: int, tok: str) -> str | N
         if re.match(r"\s*[A-Za-z](?:\^|\s*[-+*/)=]|\s*$)", after):  # a coefficient: 2 b^2, 2 s + 1
             return "formula"
     return None
+
+
+def _row_ordinals(lines: list[str]) -> set[int]:
+    """Lines (1-based) of table rows whose first cell is the row's own number (1, 2, 3, ... from the
+    first row under the header): numbering, not data."""
+    out, k = set(), 0
+    for i, ln in enumerate(lines):
+        if not ln.lstrip().startswith("|"):
+            k = 0
+            continue
+        if re.fullmatch(r"\s*\|[\s:|-]+", ln):  # the header separator: rows are counted from here
+            k = 1
+            continue
+        if k:
+            m = re.match(r"\s*\|\s*(\d+)\s*\|", ln)
+            if m and int(m.group(1)) == k:
+                out.add(i + 1)
+            k += 1
+    return out
 
 
 def _regions(lines: list[str]) -> set[int]:
@@ -484,6 +505,7 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
     blocks = _parse_text(path, text)[0]
     backed = np.array(sorted(_block_numbers(blocks)) or [np.nan])
     regions = _regions(lines)
+    ordinals = _row_ordinals(lines)
     out: list[ProseNumber] = []
     markers: list = []  # (kind, argument, line) of the prose markers over the current paragraph
     fence, prev_blank, in_code, span_open, prev_marker = None, True, False, False, False
@@ -528,7 +550,7 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
                 tok, e = tok[:-1], e - 1
             if re.match(r"[A-Za-wyz_]", clean[e:e + 1]):  # part of a name (01_shuffling, 3D)
                 continue
-            ex = "code" if in_code else _exemption(line, clean, s, e, tok)
+            ex = "code" if in_code else _exemption(line, clean, s, e, tok, i + 1 in ordinals)
             at = None
             if ex:
                 status = "exempt:" + ex
