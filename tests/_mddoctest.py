@@ -45,16 +45,63 @@ Markers (HTML comments, invisible when rendered)
 ``<!-- doctest: tol ABS -->``
     on the line right before a ``console`` fence: absolute tolerance for its numbers (for outputs
     that legitimately move in the last digits, e.g. across JAX versions); the reason goes in prose.
-``<!-- doctest: source PATH -->``
-    before a paragraph or table whose numbers come from a measurement stored elsewhere (a benchmark
-    result file): every number in that paragraph/table (up to the next blank line) must occur in
-    PATH (relative to the repository root), at the printed precision.
+``<!-- doctest: source PATH [PATH ...] -->``
+    before a paragraph or table whose numbers come from a file (a benchmark result, the code
+    defining a constant or default, the test asserting a value): every number in that
+    paragraph/table (up to the next blank line) that is not exempt (below) or a checked block's
+    number must occur in one of the PATHs (relative to the repository root; ``100_000`` in code
+    reads as 100000), at the printed precision. A weaker check than ``value``: a changed number
+    that also occurs in the file (a round number) still passes.
+``<!-- doctest: value EXPR -->``
+    before a paragraph or table whose numbers a Python expression computes: ``EXPR`` is evaluated
+    after the document's python blocks, in their namespace, with ``math``, ``np``, ``imp``
+    (``importlib.import_module``) and ``default("pkg.mod.func", "arg")`` (an argument's default,
+    read from the code) at hand, and gives a number or a list. Every number of the paragraph must
+    equal one of the values at its printed precision, or be an input: a checked block's number or
+    a constant written in ``EXPR`` itself; and every value must be quoted by the paragraph.
 ``<!-- doctest: measured (command and setting) -->``
     before a paragraph or table of numbers measured by a run too long for CI and not stored in a
     file (a training run, a timing): nothing checked, the command that produced them must be given.
 ``<!-- doctest: cite (reference) -->``
     before a paragraph whose numbers are citations of papers (not recomputed here); nothing checked,
     the reference must be given.
+
+Consecutive markers before one paragraph all apply (e.g. ``source`` for the constants of a
+paragraph and ``value`` for what it computes). ``<!-- NAME:BEGIN -->`` ... ``<!-- NAME:END -->``
+encloses generated text that a test under ``tests/`` regenerates and compares (it must contain
+``NAME:BEGIN``; e.g. the validation table of docs/soundness.md).
+
+Numbers in prose
+----------------
+Every number outside fences (paragraphs, lists, tables, headings) must be accounted for
+(``check_prose``, ``check_values``): a number in a marked paragraph as its markers say; elsewhere
+it must equal, at its printed precision (strictly within half a unit of its last digit), a number
+of the document's checked blocks (a console command or its output, python code or a ``# ->``
+value; all of them compared with what runs). So ``2,730`` quoted in a sentence passes because the
+``jaxdp plan`` output shows ``2,730``, and fails when either changes. Exempt, recognised
+syntactically and nothing else:
+
+* code: inline code spans (also across lines) and indented code blocks -- identifiers, argument
+  values and formulas as typed, not results;
+* link and image targets, HTML comments, dates (2026-11-29);
+* references: an integer (or dotted, 4.1) after issue, class, item, theorem, section, step,
+  notebook, reproducer, figure, lemma, equation, arXiv ... (``issue 20``, ``classes 1, 3 and 7``,
+  ``Theorem 4.1``);
+* versions: after Python/jax/numpy/CUDA/``version``, before ``+`` (``3.10+``), after ``CC BY``;
+* years: 19xx/20xx in ``(2024)``, after ``et al.``, after a venue acronym (``ICML 2024``);
+* numbering: a list or heading ordinal (``1.``), a table row's first cell holding the row's own
+  number (1, 2, 3, ... counted from the header);
+* powers: base and exponent of ``2^12``, ``2^-52``;
+* formula digits: a single-digit integer (``-1``, ``2``) next to an operator or bracket
+  (``= < > + - * / ^ ( ) [ ] { } , | ~``), standing alone, or a coefficient of a one-letter
+  symbol (``2 b^2``, ``2 s + 1``); constants of formulas and settings such as ``sigma = 1``.
+
+Everything else is a result: backed by a block, ``value`` or ``source``, or marked ``measured``
+(a run too long for CI or a timing, with the command) or ``cite``. One-digit changes: a backed
+number fails when changed unless the changed number also happens to be backed (another checked
+number of the same document, a number of the ``source`` file, an input of a ``value``
+expression); ``tests/test_docs.py`` checks this on README.md and docs/soundness.md for the result
+numbers (two or more significant digits; three for ``source``-backed ones).
 """
 
 from __future__ import annotations
@@ -100,7 +147,11 @@ class Annotated:
 
 def parse(path: str) -> tuple[list[Block], list[Annotated], list[str]]:
     """Fenced blocks, marked paragraphs, and format errors of one Markdown file."""
-    lines = open(path, encoding="utf-8").read().splitlines()
+    return _parse_text(path, open(path, encoding="utf-8").read())
+
+
+def _parse_text(path: str, text: str) -> tuple[list[Block], list[Annotated], list[str]]:
+    lines = text.splitlines()
     blocks, notes, errors = [], [], []
     i, pending = 0, None
     while i < len(lines):
@@ -108,18 +159,19 @@ def parse(path: str) -> tuple[list[Block], list[Annotated], list[str]]:
         m = MARKER.match(line.strip())
         if m:
             kind, arg = m.group(1), m.group(2)
-            if kind not in ("skip", "tol", "source", "cite", "measured"):
+            if kind not in ("skip", "tol", "source", "cite", "measured", "value"):
                 errors.append(f"{path}:{i + 1}: unknown doctest marker {kind!r}")
             if kind in ("skip", "cite", "measured") and not arg.strip("() "):
                 errors.append(f"{path}:{i + 1}: doctest {kind} marker needs a reason/reference")
-            if kind in ("source", "cite", "measured"):
+            if kind in ("source", "cite", "measured", "value"):
                 j = i + 1
                 para = []
                 while j < len(lines) and lines[j].strip():
                     para.append(lines[j])
                     j += 1
-                if kind == "source" and not os.path.exists(os.path.join(ROOT, arg)):
-                    errors.append(f"{path}:{i + 1}: doctest source {arg!r} does not exist")
+                for src in arg.split() if kind == "source" else []:
+                    if not os.path.exists(os.path.join(ROOT, src)):
+                        errors.append(f"{path}:{i + 1}: doctest source {src!r} does not exist")
                 notes.append(Annotated(path, i + 1, kind, arg, "\n".join(para)))
                 pending = None
             else:
@@ -326,15 +378,302 @@ def check_python(block: Block, ns: dict) -> list[str]:
     return errors
 
 
-def check_source(note: Annotated) -> list[str]:
-    if note.kind != "source":
-        return []
-    ref = open(os.path.join(ROOT, note.arg), encoding="utf-8").read()
-    ref_nums = [(_num(t), t) for t in NUMBER.findall(ref)]
+# ---------------------------------------------------------------------------------------------
+# numbers in prose (outside fences)
+
+PROSE_MARKERS = ("source", "measured", "cite", "value")
+_REF = re.compile(
+    r"(?:\b(?:issues?|class(?:es)?|items?|theorems?|reproducers?|sections?|notebooks?|lemmas?|steps?|"
+    r"equations?|eqs?\.|algorithms?|figures?|propositions?|corollar(?:y|ies)|definitions?|arxiv)\s+"
+    r"(?:\d+(?:\.\d+)?\s*(?:,|/|and|or|-)?\s*)*)$", re.I)
+_VERSION = re.compile(r"\b(?:python|jax|jaxlib|numpy|scipy|version|versions|cuda)\s*$", re.I)
+_DATE = re.compile(r"\b(?:19|20)\d\d-\d\d-\d\d\b")
+_POWER = re.compile(r"\d+\s*\^\s*\{?[-+]?\d+\}?")
+_FORMULA_NEIGHBOUR = set("=<>+-*/^()[]{},|~")
+
+
+@dataclasses.dataclass
+class ProseNumber:
+    path: str
+    line: int
+    token: str
+    status: str  # exempt:<class> | block | source | measured | cite | value | region | unbacked
+    context: str  # the source line
+    start: int  # column of the token in the line
+    marker: int | None = None  # line of the marker that accounts for the number
+    paragraph: tuple = ()  # lines of all the markers over its paragraph
+
+
+def _blank(text: str, pattern: str, flags: int = 0) -> str:
+    """``text`` with every match of ``pattern`` replaced by spaces (columns kept)."""
+    return re.sub(pattern, lambda m: " " * len(m.group(0)), text, flags=flags)
+
+
+def _exemption(line: str, clean: str, start: int, end: int, tok: str, ordinal: bool = False) -> str | None:
+    """The syntactic class of a non-result number, or None for a result (see the module docstring)."""
+    before, after = clean[:start], clean[end:]
+    if re.match(r"^\s*(?:[-*+]\s+|#+\s+)?\d+\.\s", line) and re.fullmatch(r"\s*(?:[-*+]\s+|#+\s+)?", before):
+        return "list"
+    if ordinal and re.fullmatch(r"\s*\|\s*", before):
+        return "row"
+    if _REF.search(before) and re.fullmatch(r"\d+(?:\.\d+)?", tok):
+        return "reference"
+    if _VERSION.search(before) or re.search(r"\bCC BY\s*$", before) \
+            or re.fullmatch(r"\d+\.\d+", tok) and re.match(r"\+(?![\d.])", after):  # 3.10+
+        return "version"
+    if re.fullmatch(r"(?:19|20)\d\d", tok) and (before.rstrip().endswith(("(", "al.", "al.,")) or after.lstrip().startswith(")")
+                                                 or re.search(r"\b[A-Z]{3,}\s*$", before)):  # (2024), ICML 2024
+        return "year"
+    for m in _POWER.finditer(clean):
+        if m.start() <= start < m.end():
+            return "power"
+    if re.fullmatch(r"[-+]?\d", tok):
+        prev = before.rstrip()[-1:] if before.strip() else ""
+        nxt = after.lstrip()[:1]
+        if prev in _FORMULA_NEIGHBOUR or nxt in _FORMULA_NEIGHBOUR or not prev and not nxt:
+            return "formula"
+        if re.match(r"\s*[A-Za-z](?:\^|\s*[-+*/)=]|\s*$)", after):  # a coefficient: 2 b^2, 2 s + 1
+            return "formula"
+    return None
+
+
+def _row_ordinals(lines: list[str]) -> set[int]:
+    """Lines (1-based) of table rows whose first cell is the row's own number (1, 2, 3, ... from the
+    first row under the header): numbering, not data."""
+    out, k = set(), 0
+    for i, ln in enumerate(lines):
+        if not ln.lstrip().startswith("|"):
+            k = 0
+            continue
+        if re.fullmatch(r"\s*\|[\s:|-]+", ln):  # the header separator: rows are counted from here
+            k = 1
+            continue
+        if k:
+            m = re.match(r"\s*\|\s*(\d+)\s*\|", ln)
+            if m and int(m.group(1)) == k:
+                out.add(i + 1)
+            k += 1
+    return out
+
+
+def _regions(lines: list[str]) -> set[int]:
+    """Lines (1-based) inside ``<!-- NAME:BEGIN -->`` ... ``<!-- NAME:END -->``: generated text that a test
+    under tests/ regenerates and compares (it must name ``NAME:BEGIN``)."""
+    out, start = set(), None
+    for i, ln in enumerate(lines):
+        m = re.match(r"^<!--\s*([A-Z][A-Z0-9-]*):(BEGIN|END)\s*-->\s*$", ln.strip())
+        if m and m.group(2) == "BEGIN":
+            start = (m.group(1), i)
+        elif m and start and m.group(1) == start[0]:
+            if _generated_by(start[0]):
+                out.update(range(start[1] + 1, i + 2))
+            start = None
+    return out
+
+
+def _generated_by(name: str) -> str | None:
+    tests = os.path.join(ROOT, "tests")
+    for dirpath, _, files in os.walk(tests):
+        for f in files:
+            if f.endswith(".py") and f"{name}:BEGIN" in open(os.path.join(dirpath, f), encoding="utf-8").read():
+                return os.path.join(dirpath, f)
+    return None
+
+
+def _in(sorted_values: np.ndarray, tok: str) -> bool:
+    """Whether a value equal to ``tok`` at its printed precision is among ``sorted_values``."""
+    # strictly within half a unit: 9.5 (a constant of a formula) does not back a quoted 10
+    v, u = _num(tok), _unit(tok) * (1 - 1e-12)
+    k = np.searchsorted(sorted_values, v - u, side="right")
+    return bool(k < len(sorted_values) and abs(sorted_values[k] - v) < u)
+
+
+def _block_numbers(blocks: list[Block]) -> list[float]:
+    """Numbers of the blocks the harness runs: console commands and checked output, python code and
+    ``# ->`` values (all compared with what runs, so a prose number equal to one of them is backed)."""
+    out = []
+    for b in blocks:
+        if b.info in ("console", "python") and not (b.marker and b.marker[0] == "skip"):
+            out += [_num(t) for t in NUMBER.findall(b.text)]
+    return out
+
+
+def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
+    """Every number in the prose of a Markdown file, with how it is accounted for."""
+    text = open(path, encoding="utf-8").read() if text is None else text
+    lines = text.splitlines()
+    blocks = _parse_text(path, text)[0]
+    backed = np.array(sorted(_block_numbers(blocks)) or [np.nan])
+    regions = _regions(lines)
+    ordinals = _row_ordinals(lines)
+    out: list[ProseNumber] = []
+    markers: list = []  # (kind, argument, line) of the prose markers over the current paragraph
+    fence, prev_blank, in_code, span_open, prev_marker = None, True, False, False, False
+    for i, line in enumerate(lines):
+        if fence:
+            if line.startswith(fence):
+                fence = None
+            prev_blank = False
+            continue
+        f = FENCE.match(line)
+        if f:
+            fence, markers = f.group(1), []
+            continue
+        if not line.strip():
+            markers, prev_blank, span_open = [], True, False
+            continue
+        m = MARKER.match(line.strip())
+        if m:
+            if m.group(1) in PROSE_MARKERS:  # consecutive markers all apply to the paragraph below
+                markers = (markers if prev_marker else []) + [(m.group(1), m.group(2), i + 1)]
+            prev_marker = True
+            prev_blank = False
+            continue
+        prev_marker = False
+        in_code = line.startswith(("    ", "\t")) and (prev_blank or in_code)
+        prev_blank = False
+        clean = _blank(line, r"<!--.*?-->")
+        clean = _blank(clean, r"\]\([^)]*\)")  # link targets
+        if span_open:  # an inline code span continued from the line before
+            close = clean.find("`")
+            clean = " " * len(clean) if close < 0 else " " * (close + 1) + clean[close + 1:]
+            span_open = close < 0
+        clean = _blank(clean, r"`[^`]*`")  # inline code
+        if "`" in clean:  # a span that continues on the next line
+            k = clean.index("`")
+            clean, span_open = clean[:k] + " " * (len(clean) - k), True
+        clean = _blank(clean, _DATE.pattern)
+        clean = re.sub(r"(?<=\d) (?=\d{3}(?!\d))", ",", clean)  # 200 000 is one number (column kept)
+        for mt in NUMBER.finditer(clean):
+            tok, s, e = mt.group(0), mt.start(), mt.end()
+            if tok.endswith("."):  # a sentence's full stop, not a decimal point
+                tok, e = tok[:-1], e - 1
+            if re.match(r"[A-Za-wyz_]", clean[e:e + 1]):  # part of a name (01_shuffling, 3D)
+                continue
+            ex = "code" if in_code else _exemption(line, clean, s, e, tok, i + 1 in ordinals)
+            at = None
+            if ex:
+                status = "exempt:" + ex
+            elif i + 1 in regions:
+                status = "region"
+            elif markers:
+                status, at = _marked_status(markers, backed, tok)
+            else:
+                status = "block" if _in(backed, tok) else "unbacked"
+            out.append(ProseNumber(path, i + 1, tok, status, line, s, at, tuple(k[2] for k in markers)))
+    return out
+
+
+def _marked_status(markers: list, backed: np.ndarray, tok: str) -> tuple[str, int]:
+    """How a number in a marked paragraph is accounted for: (status, line of the deciding marker).
+    measured/cite accept anything; otherwise a checked block's number, a number occurring in a
+    ``source`` file, or (checked later, by ``check_values``) a ``value`` marker's number."""
+    for kind, _, line in markers:
+        if kind in ("measured", "cite"):
+            return kind, line
+    sources = [(arg, line) for kind, arg, line in markers if kind == "source"]
+    if sources and _in(backed, tok):
+        return "block", sources[0][1]
+    for arg, line in sources:
+        if any(_in(_source_numbers(src), tok) for src in arg.split()):
+            return "source", line
+    for kind, _, line in markers:
+        if kind == "value":
+            return "value", line
+    return "source-missing", sources[0][1]
+
+
+def check_prose(path: str, text: str | None = None) -> list[str]:
+    """Static part of the prose check: every number is exempt, backed by a block, marked, or (for
+    ``source``) occurs in the source file; ``value`` paragraphs are checked by ``check_values``."""
+    nums = prose_numbers(path, text)
+    markers = _prose_markers(path, text)
     errors = []
-    for t in NUMBER.findall(note.text):
-        v, u = _num(t), _unit(t)
-        # printed at the same or finer precision in the source (a percentage may be quoted as-is)
-        if not any(abs(rv - v) <= u * (1 + 1e-12) for rv, _ in ref_nums):
-            errors.append(f"{note.path}:{note.line}: {t} does not occur in {note.arg}")
+    for n in nums:
+        if n.status == "unbacked":
+            errors.append(f"{n.path}:{n.line}: {n.token} in prose is not backed: quote it from a checked block, "
+                          f"or mark the paragraph (doctest: value/source/measured/cite): {n.context.strip()[:100]}")
+        elif n.status == "source-missing":
+            paths = " or ".join(markers[n.marker][1].split())
+            errors.append(f"{n.path}:{n.line}: {n.token} does not occur in {paths}")
+    return errors
+
+
+def _prose_markers(path: str, text: str | None = None) -> dict[int, tuple[str, str]]:
+    """{marker line: (kind, argument)} of the prose markers of a file."""
+    text = open(path, encoding="utf-8").read() if text is None else text
+    out = {}
+    for i, ln in enumerate(text.splitlines()):
+        m = MARKER.match(ln.strip())
+        if m and m.group(1) in PROSE_MARKERS:
+            out[i + 1] = (m.group(1), m.group(2))
+    return out
+
+
+_SOURCE_CACHE: dict[str, np.ndarray] = {}
+
+
+def _source_numbers(rel: str) -> list[float]:
+    if rel not in _SOURCE_CACHE:
+        ref = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        ref = re.sub(r"(?<=\d)_(?=\d)", "", ref)  # 100_000 in code
+        _SOURCE_CACHE[rel] = np.array(sorted(_num(t) for t in NUMBER.findall(ref)) or [np.nan])
+    return _SOURCE_CACHE[rel]
+
+
+def _default(dotted: str, arg: str) -> Any:
+    """Default value of argument ``arg`` of the function ``dotted`` (``"pkg.module.func"``), read from
+    the code, so a doc quoting a default stays in step with it."""
+    import importlib
+    import inspect
+
+    mod, _, name = dotted.rpartition(".")
+    return inspect.signature(getattr(importlib.import_module(mod), name)).parameters[arg].default
+
+
+def _imp(name: str) -> Any:
+    import importlib
+
+    return importlib.import_module(name)
+
+
+# names a `value` expression may use besides the document's own python namespace
+VALUE_HELPERS = {"math": math, "np": np, "imp": _imp, "default": _default}
+
+
+def check_values(path: str, ns: dict, text: str | None = None, cache: dict | None = None) -> list[str]:
+    """Dynamic part: each ``value EXPR`` marker's expression, evaluated in the document's python
+    namespace, gives the numbers its paragraph quotes; every such prose number must equal one of them
+    at its printed precision, and every value must be quoted (no idle expression)."""
+    nums = prose_numbers(path, text)
+    errors = []
+    for line, (kind, expr) in _prose_markers(path, text).items():
+        if kind != "value":
+            continue
+        key = (path, expr)
+        if cache is not None and key in cache:
+            values = cache[key]
+        else:
+            for k, v in VALUE_HELPERS.items():
+                ns.setdefault(k, v)
+            try:
+                values = np.ravel(np.asarray(eval(expr, ns), dtype=float))  # noqa: S307 - our own documentation
+            except Exception as exc:  # noqa: BLE001 - reported as a doc error
+                errors.append(f"{path}:{line}: doctest value {expr!r} raised {exc!r}")
+                continue
+            if cache is not None:
+                cache[key] = values
+        # inputs: the blocks' numbers, and the constants the expression itself shows
+        inputs = _block_numbers(_parse_text(path, text or open(path, encoding="utf-8").read())[0])
+        backed = np.array(sorted(inputs + [_num(t) for t in NUMBER.findall(expr)]) or [np.nan])
+        para = [n for n in nums if line in n.paragraph]
+        used = np.zeros(len(values), bool)
+        for n in para:
+            v, u = _num(n.token), _unit(n.token)
+            hit = np.abs(values - v) <= u * (1 + 1e-12)
+            used |= hit
+            if n.status == "value" and n.marker == line and not hit.any() and not _in(backed, n.token):
+                errors.append(f"{path}:{n.line}: {n.token} quoted, value {expr!r} gives {values.tolist()}")
+        for v in values[~used]:
+            errors.append(f"{path}:{line}: doctest value {expr!r} computed {v!r}, which the paragraph does not quote")
     return errors

@@ -1,6 +1,7 @@
 """README.md and every docs/*.md cannot go stale (issue 19): their commands, outputs and numbers are
-rerun and compared with the text. The format (console / python blocks, ``# -> VALUE`` checks,
-tolerances, ``doctest: skip|tol|source|cite`` markers) is documented in ``tests/_mddoctest.py``.
+rerun and compared with the text, numbers in prose included. The format (console / python blocks,
+``# -> VALUE`` checks, tolerances, ``doctest: skip|tol|source|value|measured|cite`` markers, the
+exempt classes of prose numbers) is documented in ``tests/_mddoctest.py``.
 """
 
 from __future__ import annotations
@@ -25,10 +26,16 @@ def _rel(p):
 @pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_doc_format_and_sources(path):
     """Well-formed markers and fences; numbers marked `source` occur in their source file."""
-    blocks, notes, errors = md.parse(str(path))
-    for n in notes:
-        errors += md.check_source(n)
+    _, _, errors = md.parse(str(path))
     assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_doc_prose_numbers(path):
+    """Every number in prose is backed (a checked block's number, a value/source marker) or marked
+    measured/cite, or is one of the exempt non-result classes of tests/_mddoctest.py."""
+    errors = md.check_prose(str(path))
+    assert not errors, f"{len(errors)} unbacked prose numbers:\n" + "\n".join(errors)
 
 
 @pytest.mark.parametrize("path", FILES, ids=_rel)
@@ -47,9 +54,15 @@ def test_doc_blocks(path, tmp_path):
         elif b.info == "python":
             errors += md.check_python(b, ns)
             ran += 1
-    if not ran:
+    errors += md.check_values(str(path), ns, cache=VALUES)
+    NAMESPACES[_rel(path)] = ns
+    if not ran and not any(k == "value" for k, _ in md._prose_markers(str(path)).values()):
         pytest.skip("no executable blocks")
     assert not errors, "\n".join(errors)
+
+
+VALUES: dict = {}  # (path, expression) -> values, so the one-digit test reuses what the block test computed
+NAMESPACES: dict = {}
 
 
 def test_harness_catches_a_one_digit_change():
@@ -63,3 +76,67 @@ def test_harness_catches_a_one_digit_change():
     assert md.check_value("[1.5, 2]", [1.56, 2.4]) != []
     assert md.check_value("[1.5, 2]", [1.54, 2.4]) == []
     assert md.check_value("1.0 +- 0.1", 1.08) == []
+
+
+def _checked_prose_numbers(path):
+    """Result numbers in prose that the harness compares (block-, source- or value-backed). Results are
+    printed with at least two significant digits; one-digit numbers (delta = 0.01, batch size 10) are
+    settings, which may legitimately equal another checked number of the same document."""
+    def sig(tok):
+        return len(tok.lower().split("e")[0].replace(",", "").replace(".", "").strip("+-").strip("0"))
+    # a `source` number is checked to occur in its source file, which also holds many round numbers
+    # (40 near 49): there a result has at least three significant digits
+    return [n for n in md.prose_numbers(str(path))
+            if n.status in ("block", "value") and sig(n.token) >= 2 or n.status == "source" and sig(n.token) >= 3]
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/soundness.md"])
+def test_one_digit_change_in_prose_fails(name, tmp_path):
+    """Changing one digit of a prose result number makes the harness report an error (issue 19)."""
+    path = ROOT / name
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    nums = _checked_prose_numbers(path)
+    assert len(nums) >= 5, nums
+    sample = nums[:: max(1, len(nums) // 8)]
+    ns = NAMESPACES.get(name)
+    for n in sample:
+        mant = n.token.lower().split("e")[0]
+        k = max(i for i, c in enumerate(mant) if c.isdigit())  # the last printed digit of the mantissa
+        changed = n.token[:k] + str((int(n.token[k]) + 1) % 10) + n.token[k + 1:]
+        ln = lines[n.line - 1]
+        lines2 = lines.copy()
+        lines2[n.line - 1] = ln[:n.start] + changed + ln[n.start + len(n.token):]
+        mutated = "\n".join(lines2) + "\n"
+        errors = md.check_prose(str(path), mutated)
+        if n.status == "value" and not errors:
+            if ns is None:
+                ns = {"__name__": "__doc__"}
+                for b in md.parse(str(path))[0]:
+                    if b.info == "python" and not (b.marker and b.marker[0] == "skip"):
+                        md.check_python(b, ns)
+            errors = md.check_values(str(path), ns, mutated, cache=VALUES)
+        assert errors, f"{name}:{n.line}: {n.token} -> {changed} was not detected"
+
+
+def test_prose_rules_on_a_small_document(tmp_path):
+    """The prose rules themselves: a result must be backed; exempt classes pass; markers back."""
+    doc = tmp_path / "d.md"
+    block = "```console\n$ jaxdp plan\nM exact 2,730\n```\n\n"
+    cases = {
+        "The exact M is 2,730.": [],  # equal to the block's output
+        "The exact M is 2,731.": ["2,731"],
+        "Python 3.10+, issue 20, Chua et al. (2024), `--sigma 0.7`, f >= 1 - a, 2^12.": [],
+        "It takes 417 steps.": ["417"],
+        "<!-- doctest: measured (a long run) -->\nIt takes 417 steps.": [],
+        "<!-- doctest: source README.md -->\nIt is 417x fewer.": [],
+        "<!-- doctest: source README.md -->\nIt is 419x fewer.": ["419"],
+    }
+    for prose, bad in cases.items():
+        doc.write_text(block + prose + "\n", encoding="utf-8")
+        errors = md.check_prose(str(doc))
+        assert len(errors) == len(bad) and all(b in e for b, e in zip(bad, errors)), (prose, errors)
+    doc.write_text("<!-- doctest: value [math.sqrt(2)] -->\nsqrt 2 = 1.4142.\n", encoding="utf-8")
+    assert md.check_prose(str(doc)) == [] and md.check_values(str(doc), {}) == []
+    doc.write_text("<!-- doctest: value [math.sqrt(2)] -->\nsqrt 2 = 1.4143.\n", encoding="utf-8")
+    assert md.check_values(str(doc), {})

@@ -39,8 +39,8 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 #: Smallest noise multiplier the numerical law is validated for.  phi_Y(u) = E e^{iuY} is a
 #: trapezoid rule over z in [-9.5, 2s + 9.5] (s = 1/sigma) on a contour whose analytic strip has
 #: half-width ~pi/(4s) (pi/(2s) centred), so with nz nodes its geometric rate is about
-#: exp(-pi^2 nz / (2 s (2s + 19))): ~1e-8 at sigma = 0.3 with nz = 320, 1e-3 at sigma = 0.1; below
-#: sigma ~ 0.07 y = e^{sz - s^2/2} overflows at the upper nodes.  The transform is then wrong
+#: exp(-pi^2 nz / (2 s (2s + 19))): ~1e-8 at sigma = 0.3 with nz = 320, 2e-2 at sigma = 0.1; below
+#: sigma ~ 0.05 y = e^{sz - s^2/2} overflows at the upper nodes (1.5 s^2 + 9.5 s > log(DBL_MAX)).  The transform is then wrong
 #: while decaying fast, so the resolution checks pass: at sigma = 0.05 the gap came out as 0.
 #: Every direct function returns NaN below it; jaxdp.shuffle falls back to its closed-form bounds.
 SIGMA_MIN = 0.3
