@@ -103,13 +103,14 @@ def _leaves(event, count: int, out: Dict[object, int], neighboring: str):
     if not isinstance(event, dp_event.DpEvent):
         raise ConversionError(event, f"expected a dp_accounting DpEvent, got {type(event).__name__}")
     leaf = _leaf(event)
-    if leaf == _NOTHING or count == 0:
+    if leaf == _NOTHING:
         return out
     try:  # the relation and the numbers, checked on the leaf so the error names this sub-event
         ev.components(leaf, neighboring)
     except (ev.UnsupportedEventError, ValueError, TypeError) as e:
         raise ConversionError(event, str(e)) from None
-    out[leaf] = out.get(leaf, 0) + count
+    if count:  # (supports() asks with count 0: checked, nothing recorded)
+        out[leaf] = out.get(leaf, 0) + count
     return out
 
 

@@ -130,3 +130,26 @@ def test_replace_one_gaussian_matches_dp_accounting():
     ref.compose(Self(Gauss(3.0), 5))
     acc = JaxdpAccountant(NeighborRel.REPLACE_ONE, grid=G14).compose(Self(Gauss(3.0), 5))
     assert acc.get_epsilon(1e-5) == pytest.approx(ref.get_epsilon(1e-5), rel=1e-2)
+
+
+def test_random_allocation_event_converts(monkeypatch):
+    """dp_accounting 0.6.0 has no RandomAllocationDpEvent (pull request 414 adds it with fields
+    ``event, num_selected, num_steps``): a stand-in class of that shape is converted when present."""
+    import attr
+    from dp_accounting import dp_event
+
+    @attr.define(frozen=True)
+    class RandomAllocationDpEvent(dp_event.DpEvent):
+        event: dp_event.DpEvent
+        num_selected: int
+        num_steps: int
+
+    assert not hasattr(dp_event, "RandomAllocationDpEvent")
+    with pytest.raises(interop.ConversionError):
+        from_dp_accounting(RandomAllocationDpEvent(Gauss(2.0), 10, 100))
+    monkeypatch.setattr(dp_event, "RandomAllocationDpEvent", RandomAllocationDpEvent, raising=False)
+    e = Self(RandomAllocationDpEvent(Gauss(2.0), 10, 100), 3)
+    assert from_dp_accounting(e) == ev.SelfComposed(ev.RandomAllocation(ev.Gaussian(2.0), 10, 100), 3)
+    acc = JaxdpAccountant()
+    assert acc.supports(e) and not acc.supports(RandomAllocationDpEvent(Lap(2.0), 10, 100))
+    assert not JaxdpAccountant(NeighborRel.REPLACE_ONE).supports(e)
