@@ -4,6 +4,8 @@
   converts ``DpEvent`` trees to :mod:`jaxdp.events`; :class:`JaxdpAccountant` is a
   ``dp_accounting.PrivacyAccountant`` backed by :func:`jaxdp.account`
   (``pip install jaxdp[dp_accounting]``).
+* :mod:`jaxdp.interop.jax_privacy` -- :class:`JaxdpAccountantConfig`, a jax_privacy
+  ``DpAccountantConfig`` creating :class:`JaxdpAccountant` (``pip install jaxdp[jax_privacy]``).
 
 ``import jaxdp`` and ``import jaxdp.interop`` never import a third-party library.
 """
