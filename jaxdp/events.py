@@ -199,7 +199,7 @@ class BallsInBins:
 
 
 def _static_positive_int(name, x) -> int:
-    if isinstance(x, (bool, np.bool_)) or is_traced(x):
+    if isinstance(x, (bool, np.bool_, str, bytes)) or is_traced(x):
         raise TypeError(f"{name} must be a concrete positive integer (a static setting), got {type(x).__name__}")
     try:
         v = float(x)

@@ -100,6 +100,9 @@ def test_bad_counts_name_the_field(make, match):
 def test_counts_are_static():
     with pytest.raises(TypeError, match="RandomAllocation.num_selected"):
         RandomAllocation(Gaussian(1.0), True, 5)
+    with pytest.raises(TypeError, match="BallsInBins.cycle_length"):
+        BallsInBins(Gaussian(1.0), 6, "3")
+    assert RandomAllocation(Gaussian(1.0), np.int64(2), 6.0).num_steps == 6  # integral numbers are fine
 
 
 # ------------------------------------------------------------------------- published figure
