@@ -9,6 +9,7 @@ Describe what was run with :mod:`jaxdp.events`, then ask :func:`account` what it
 from . import _config  # noqa: F401  (float64 before anything is traced)
 from . import core, events, mechanisms, poisson
 from .accountant import Account, account, supports
+from .events import BallsInBins, RandomAllocation
 
 __version__ = "0.1.0"
-__all__ = ["core", "events", "mechanisms", "poisson", "account", "supports", "Account", "__version__"]
+__all__ = ["core", "events", "mechanisms", "poisson", "account", "supports", "Account", "RandomAllocation", "BallsInBins", "__version__"]

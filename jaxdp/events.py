@@ -13,6 +13,10 @@ event                                  meaning (add/remove adjacency unless stat
 ``PoissonSampled(q, event)``           ``event`` on a Poisson sample of rate q
 ``Shuffled(event, num_rounds)``        one epoch of random shuffling: the example in one
                                        uniformly random round of ``num_rounds`` (Gaussian)
+``RandomAllocation(event, k, t)``      the example in k of t steps, uniformly (Gaussian; an
+                                       upper bound for k > 1, see ``docs/interop.md``)
+``BallsInBins(event, T, c)``           one random bin of c for the whole run, used every
+                                       c-th step over T steps (Gaussian)
 ``SelfComposed(event, count)``         ``count`` independent runs of ``event``
 ``Composed(events)``                   the runs of every event in ``events``
 =====================================  ==================================================
@@ -52,9 +56,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _config  # noqa: F401  (float64)
-from ._validate import check
+from ._validate import check, is_traced
 from .core.pld import Grid
 from .mechanisms import gaussian as _gaussian
 from ._pytree import pytree_dataclass
@@ -124,6 +129,85 @@ class Shuffled:
 
     event: object
     num_rounds: float
+
+
+@pytree_dataclass(static=("num_selected", "num_steps"))
+class RandomAllocation:
+    """Random allocation: the example is used in ``num_selected`` (k) of ``num_steps`` (t) steps,
+    chosen uniformly without replacement; each step runs ``event`` (a :class:`Gaussian`).
+
+    Feldman & Shenfeld, arXiv:2502.08202 and arXiv:2602.17284 (dp_accounting's
+    ``RandomAllocationDpEvent``).  k = 1 is exactly ``Shuffled(event, t)``.  For k > 1 jaxdp
+    accounts the decomposition bound (``docs/interop.md``): with t = k m + r (0 <= r < k), the run
+    is dominated by r allocations of 1 of m + 1 steps composed with k - r allocations of 1 of m
+    steps (:meth:`decomposition`), so a reported bracket brackets *that bound*, not the mechanism.
+    ``num_selected`` and ``num_steps`` are static Python integers (they fix the decomposition).
+    Add/remove adjacency only.
+    """
+
+    event: object
+    num_selected: int
+    num_steps: int
+
+    def __post_init__(self):
+        k = _static_positive_int("RandomAllocation.num_selected", self.num_selected)
+        t = _static_positive_int("RandomAllocation.num_steps", self.num_steps)
+        if k > t:
+            raise ValueError(f"RandomAllocation.num_selected must be an integer in [1, num_steps = {t}], got {k}")
+        object.__setattr__(self, "num_selected", k)
+        object.__setattr__(self, "num_steps", t)
+
+    def decomposition(self):
+        """The dominating composition of 1-of-m allocations (``Shuffled`` epochs) jaxdp accounts."""
+        m, r = divmod(self.num_steps, self.num_selected)
+        parts = []
+        for rounds, count in ((m, self.num_selected - r), (m + 1, r)):
+            if count:
+                one = Shuffled(self.event, rounds)
+                parts.append(one if count == 1 else SelfComposed(one, count))
+        return parts[0] if len(parts) == 1 else Composed(tuple(parts))
+
+
+@pytree_dataclass(static=("num_steps", "cycle_length"))
+class BallsInBins:
+    """Balls-in-bins batching (jax_privacy ``BallsInBinsSampling``): the example gets one uniformly
+    random bin b in {0, ..., c - 1} for the whole run and is used at every step i with
+    i mod c = b, c = ``cycle_length``, over ``num_steps`` (T) steps of ``event`` (a :class:`Gaussian`).
+
+    With T = E c this is exactly one shuffled epoch of c rounds at noise sigma / sqrt(E) (the
+    per-bin sums of the E copies, over sqrt(E), are sufficient; ``docs/interop.md``).  When c does
+    not divide T, the run is a post-processing of the run with ceil(T/c) full cycles (drop the
+    last steps' outputs), whose exact law is accounted: an upper bound.  Add/remove adjacency only.
+    """
+
+    event: object
+    num_steps: int
+    cycle_length: int
+
+    def __post_init__(self):
+        t = _static_positive_int("BallsInBins.num_steps", self.num_steps)
+        c = _static_positive_int("BallsInBins.cycle_length", self.cycle_length)
+        if c > t:
+            raise ValueError(f"BallsInBins.cycle_length must be an integer in [1, num_steps = {t}], got {c}")
+        object.__setattr__(self, "num_steps", t)
+        object.__setattr__(self, "cycle_length", c)
+
+    @property
+    def num_cycles(self) -> int:
+        """ceil(T / c): the full cycles whose run dominates this one (exact when c divides T)."""
+        return -(-self.num_steps // self.cycle_length)
+
+
+def _static_positive_int(name, x) -> int:
+    if isinstance(x, (bool, np.bool_, str, bytes)) or is_traced(x):
+        raise TypeError(f"{name} must be a concrete positive integer (a static setting), got {type(x).__name__}")
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a positive integer, got {type(x).__name__}") from None
+    if not (np.isfinite(v) and v >= 1 and v == round(v)):
+        raise ValueError(f"{name} must be an integer in [1, inf), got {x!r}")
+    return int(round(v))
 
 
 @pytree_dataclass
@@ -250,8 +334,8 @@ def _subsampled_gaussian_law(inner, q, neighboring):
     return _gaussian.SubsampledGaussian(noise_multiplier=s, sampling_probability=q), ok
 
 
-@register_law(Shuffled, grid=SHUFFLED_GRID)
-def _shuffled_law(event, neighboring):
+def _require_shuffled_gaussian(event, neighboring):
+    """The shuffled law (and the samplers reduced to it) exists for a Gaussian under add/remove only."""
     if neighboring == "replace_one":
         raise UnsupportedEventError(
             event,
@@ -264,9 +348,28 @@ def _shuffled_law(event, neighboring):
         raise UnsupportedEventError(
             event, f"the shuffled law is known for a Gaussian inner event only, got {type(event.event).__name__}"
         )
+
+
+@register_law(Shuffled, grid=SHUFFLED_GRID)
+def _shuffled_law(event, neighboring):
+    _require_shuffled_gaussian(event, neighboring)
     s, ok1 = _num(event.event, "noise_multiplier", 1.0, **_POSITIVE)
     m, ok2 = _num(event, "num_rounds", 2.0, lo=1.0)
     return ShuffledGaussian(noise_multiplier=s, num_rounds=m), ok1 & ok2
+
+
+@register_law(BallsInBins, grid=SHUFFLED_GRID)
+def _balls_in_bins_law(event, neighboring):
+    _require_shuffled_gaussian(event, neighboring)
+    s, ok = _num(event.event, "noise_multiplier", 1.0, **_POSITIVE)
+    # E full cycles: the per-bin sums over sqrt(E) are sufficient, one epoch at sigma / sqrt(E);
+    # a partial last cycle is dominated by completing it (docs/interop.md)
+    e = float(event.num_cycles)
+    return ShuffledGaussian(noise_multiplier=s / jnp.sqrt(e), num_rounds=jnp.asarray(float(event.cycle_length))), ok
+
+
+# RandomAllocation has no single law: it flattens into its decomposition (see _flatten below)
+_GRIDS[RandomAllocation] = SHUFFLED_GRID
 
 
 def law(event, neighboring: str = "add_remove"):
@@ -297,6 +400,12 @@ def _(event: SelfComposed, neighboring):
     k, ok = check("SelfComposed.count", event.count, lo=0.0, integer=True)
     k = jnp.where(ok, k, 1).astype(jnp.int64)
     return [(m, c * k, o & ok) for m, c, o in _flatten(event.event, neighboring)]
+
+
+@_flatten.register
+def _(event: RandomAllocation, neighboring):
+    _require_shuffled_gaussian(event, neighboring)
+    return _flatten(event.decomposition(), neighboring)
 
 
 @_flatten.register
@@ -353,6 +462,8 @@ __all__ = [
     "EpsilonDelta",
     "PoissonSampled",
     "Shuffled",
+    "RandomAllocation",
+    "BallsInBins",
     "SelfComposed",
     "Composed",
     "register_law",

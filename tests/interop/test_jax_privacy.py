@@ -1,0 +1,51 @@
+"""jaxdp.interop.jax_privacy: jaxdp as jax_privacy 2.0's accountant (issue 17).
+
+Reference: the same jax_privacy computation with its own ``PldAccountantConfig`` (dp_accounting's
+PLD accountant, discretisation 1e-4); jax_privacy's doctest values (PLD, q = 0.1, delta = 1e-6:
+sigma 3 over 512 steps -> eps 3.77; eps 1 over 512 steps -> sigma 9.66, ``shared/spec/samplers.md``
+section 5).  Tolerance 1% on eps and sigma; a 2^14-cell grid (within 1e-4 of the default here).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("dp_accounting")
+accounting = pytest.importorskip("jax_privacy.accounting")
+
+from jaxdp.core.pld import Grid  # noqa: E402
+from jaxdp.interop.dp_accounting import JaxdpAccountant  # noqa: E402
+from jaxdp.interop.jax_privacy import JaxdpAccountantConfig  # noqa: E402
+
+G14 = Grid(size=2**14)
+PARAMS = dict(num_samples=10_000, batch_size=1000, delta=1e-6)  # q = 0.1
+
+
+def _eps(config, noise, steps=512):
+    acc = accounting.DpsgdTrainingAccountant(dp_accountant_config=config)
+    return acc.compute_epsilon(steps, accounting.DpParams(noise_multipliers=noise, **PARAMS))
+
+
+def test_config_creates_fresh_jaxdp_accountants():
+    cfg = JaxdpAccountantConfig(grid=G14)
+    assert isinstance(cfg, accounting.DpAccountantConfig)
+    a, b = cfg.create_accountant(), cfg.create_accountant()
+    assert isinstance(a, JaxdpAccountant) and a is not b
+
+
+def test_dpsgd_epsilon_matches_pld():
+    got = _eps(JaxdpAccountantConfig(grid=G14), 3.0)
+    want = _eps(accounting.PldAccountantConfig(), 3.0)
+    assert got == pytest.approx(want, rel=1e-2)
+    assert got == pytest.approx(3.77, abs=0.03)  # jax_privacy's doctest value (2 digits)
+    # a noise schedule: sigma 3 for 256 steps, then 4
+    sched = [(0, 3.0), (256, 4.0)]
+    assert _eps(JaxdpAccountantConfig(grid=G14), sched) == pytest.approx(_eps(accounting.PldAccountantConfig(), sched), rel=1e-2)
+
+
+def test_calibrate_noise_multiplier():
+    kw = dict(target_epsilon=1.0, batch_sizes=1000, num_updates=512, num_samples=10_000, target_delta=1e-6, tol=1e-3)
+    s_j = accounting.calibrate_noise_multiplier(
+        accountant=accounting.DpsgdTrainingAccountant(dp_accountant_config=JaxdpAccountantConfig(grid=G14)), **kw)
+    assert s_j == pytest.approx(9.66, rel=1e-2)  # jax_privacy's doctest value
+    assert _eps(accounting.PldAccountantConfig(), s_j) <= 1.0 + 1e-3  # feasible by dp_accounting's PLD (to calibrate's tol)
