@@ -150,12 +150,7 @@ class RandomAllocation:
     num_steps: int
 
     def __post_init__(self):
-        k = _static_positive_int("RandomAllocation.num_selected", self.num_selected)
-        t = _static_positive_int("RandomAllocation.num_steps", self.num_steps)
-        if k > t:
-            raise ValueError(f"RandomAllocation.num_selected must be an integer in [1, num_steps = {t}], got {k}")
-        object.__setattr__(self, "num_selected", k)
-        object.__setattr__(self, "num_steps", t)
+        _set_counts(self, "num_selected", "num_steps")
 
     def decomposition(self):
         """The dominating composition of 1-of-m allocations (``Shuffled`` epochs) jaxdp accounts."""
@@ -185,17 +180,23 @@ class BallsInBins:
     cycle_length: int
 
     def __post_init__(self):
-        t = _static_positive_int("BallsInBins.num_steps", self.num_steps)
-        c = _static_positive_int("BallsInBins.cycle_length", self.cycle_length)
-        if c > t:
-            raise ValueError(f"BallsInBins.cycle_length must be an integer in [1, num_steps = {t}], got {c}")
-        object.__setattr__(self, "num_steps", t)
-        object.__setattr__(self, "cycle_length", c)
+        _set_counts(self, "cycle_length", "num_steps")
 
     @property
     def num_cycles(self) -> int:
         """ceil(T / c): the full cycles whose run dominates this one (exact when c divides T)."""
         return -(-self.num_steps // self.cycle_length)
+
+
+def _set_counts(event, part, whole):
+    """Validate two static counts of a sampler event with ``part <= whole`` and store them as ints."""
+    cls = type(event).__name__
+    p = _static_positive_int(f"{cls}.{part}", getattr(event, part))
+    w = _static_positive_int(f"{cls}.{whole}", getattr(event, whole))
+    if p > w:
+        raise ValueError(f"{cls}.{part} must be an integer in [1, {whole} = {w}], got {p}")
+    object.__setattr__(event, part, p)
+    object.__setattr__(event, whole, w)
 
 
 def _static_positive_int(name, x) -> int:
