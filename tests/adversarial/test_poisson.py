@@ -279,3 +279,20 @@ def test_regression_q1_eps_through_erfcx_hole():
         assert np.isfinite(up[i]) and up[i] >= float(lo_ref) * (1 - 1e-12), (i, lo[i], up[i], hi_ref)
         assert lo[i] <= float(hi_ref) * (1 + 1e-12) and up[i] <= float(hi_ref) * (1 + 1e-8), (i, lo[i], up[i], hi_ref)
     assert abs(up[0] - 696.7777915417275) < 1e-6
+
+
+def test_regression_lower_end_at_the_one_step_tv_jump():
+    """Found by the thorough profile (2026-12-03): sigma = 0.0090199, q = delta = 10^-6.25, T = 1, in a
+    batch of 16 on Grid(2^12).  delta(0) = q TV(N(0,s^2), N(1,s^2)) is within 1e-660 of q, so the truth
+    is eps = 0 (mpmath, as in test_eps_one_step_closed_form), while eps jumps to ~5400 for any
+    delta below q TV; the batched bracket was [5211.90, 5405.17] (scalar: [0, 5405.17]).  The lower
+    end must not exceed the truth; the upper end stays pessimistic."""
+    s = np.ones(B)
+    q = np.ones(B)
+    d = np.full(B, 0.1)
+    s[4], q[4], d[4] = 10.0**-2.044798938759341, 10.0**-6.25, 10.0**-6.25
+    lo, up = _eps(d, s, q, np.ones(B))
+    e_r, e_a = eps_one_step(d[4], s[4], q[4])
+    ref = float(max(e_r, e_a))
+    assert ref == 0.0
+    assert lo[4] <= ref + 1e-12 and up[4] >= ref, (lo[4], up[4])
