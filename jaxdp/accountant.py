@@ -86,7 +86,7 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid):
         ps = _plds(comps, grid, d)
         # eps >= 0 by convention (delta(0) <= delta: the guarantee holds at eps = 0)
         up = jnp.maximum(_worst([p.epsilon_upper(d) for p in ps]), 0.0)
-        lo = jnp.maximum(_worst([p.epsilon_lower(d) for p in ps]), 0.0)
+        lo = jnp.maximum(_worst([p.epsilon_lower(_pld.lower_bound_delta(d)) for p in ps]), 0.0)
         return lo, up
 
     lo, up = broadcast_map(one, jnp.where(ok_delta, delta, 1e-5))

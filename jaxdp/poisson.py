@@ -261,10 +261,7 @@ def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
     g_lo, g_hi = _gauss_eps_bounds(delta, mu)
     gauss = q >= 1.0
     up = jnp.where(gauss & (g_hi <= up), _implicit(g_hi, delta, mu), up)
-    # Lower bounds are taken at a delta 1e-9 larger: eps(delta) is non-increasing, so they stay
-    # lower bounds, and they no longer flip across a jump of eps(delta) that float64 cannot resolve
-    # (delta = q TV(one step) to 1e-660: eps jumps from ~5400 to 0, and one ulp decided the side).
-    d_lo = jnp.where(delta * (1.0 + 1e-9) < 1.0, delta * (1.0 + 1e-9), delta)
+    d_lo = _pld.lower_bound_delta(delta)  # lower ends robust at jumps of eps(delta)
     g_lo = _gauss_eps_bounds(d_lo, mu)[0]
     lb = _eps_lower_guard(d_lo, sigma, q, steps) if direction != "add" else jnp.zeros_like(up)
     lb = jnp.where(gauss, jnp.maximum(lb, g_lo), lb)

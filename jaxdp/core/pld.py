@@ -150,6 +150,15 @@ class Grid:
 DEFAULT_GRID = Grid()
 
 
+def lower_bound_delta(delta):
+    """The delta at which eps lower bounds are evaluated: ``delta (1 + 1e-9)`` (``delta`` itself when
+    that reaches 1).  eps(delta) is non-increasing, so a lower bound there is a lower bound at
+    ``delta``; the margin keeps lower ends from flipping across a jump of eps(delta) that float64
+    cannot resolve (e.g. delta = q TV of one subsampled step, where eps jumps from ~5400 to 0)."""
+    up = delta * (1.0 + 1e-9)
+    return jnp.where(up < 1.0, up, delta)
+
+
 @pytree_dataclass
 class Bracket:
     """A certified value: the truth lies in ``[lower, upper]``; ``value`` is the pessimistic end."""

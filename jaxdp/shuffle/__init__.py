@@ -164,7 +164,7 @@ def _plds(sigma, m, epochs, directions, grid):
 # eps(delta) and delta(eps): the PLD conversion, the M = 1 closed form (the Gaussian mechanism,
 # exact), the envelope check, and the value a masked (invalid) entry is evaluated at
 _CONVERSIONS = {
-    "epsilon": (lambda p, v: p.epsilon_upper(v), lambda p, v: p.epsilon_lower(v),
+    "epsilon": (lambda p, v: p.epsilon_upper(v), lambda p, v: p.epsilon_lower(_pld.lower_bound_delta(v)),
                 lambda v, mu: _tf.gaussian_epsilon(v, mu), lambda *a: _sound_eps(*a), 1e-5),
     "delta": (lambda p, v: p.delta_upper(v), lambda p, v: p.delta_lower(v),
               lambda v, mu: _tf.gaussian_delta_unchecked(v, mu), lambda *a: _sound_delta(*a), 1.0),
