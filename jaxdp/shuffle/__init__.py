@@ -157,7 +157,7 @@ def _sound_delta(lo, up, x, s, m, e):
 
 
 def _plds(sigma, m, epochs, directions, grid):
-    mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m)
+    mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m).prepare()  # one law for both directions
     return [_pld.self_compose(mech, epochs.astype(jnp.int64), d, grid) for d in directions]
 
 
