@@ -35,7 +35,7 @@ import numpy as np
 from jax import lax
 
 from .. import _config  # noqa: F401
-from .._batch import broadcast_map
+from .._batch import broadcast_map, map_with
 from .._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
 from ..core import pld as _pld
 from ..core import tradeoff as _tf
@@ -161,6 +161,22 @@ def _plds(sigma, m, epochs, directions, grid):
     return [_pld.self_compose(mech, epochs.astype(jnp.int64), d, grid) for d in directions]
 
 
+def _masked(ok, s, m, e):
+    """Broadcast parameters, invalid entries replaced by a valid point (their results are NaN-ed)."""
+    s, m, e, ok = jnp.broadcast_arrays(s, m, e, ok)
+    return jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0)
+
+
+@functools.partial(jax.jit, static_argnames=("grid",))
+def _pld_core(s, m, e, grid):
+    """Both directions' certified E-epoch PLDs per parameter entry: the one expensive program.
+
+    eps(delta), delta(eps), the gap and the E-epoch curves are small programs over its output, so
+    the law and the FFT composition are compiled once per grid for all of them (compiling them into
+    each conversion cost ~8 s of XLA time per conversion on a CI core)."""
+    return broadcast_map(lambda s_, m_, e_: tuple(_plds(s_, m_, e_, ("remove", "add"), grid)), s, m, e, batch_size=4)
+
+
 # eps(delta) and delta(eps): the PLD conversion, the M = 1 closed form (the Gaussian mechanism,
 # exact), the envelope check, and the value a masked (invalid) entry is evaluated at
 _CONVERSIONS = {
@@ -171,12 +187,11 @@ _CONVERSIONS = {
 }
 
 
-@functools.partial(jax.jit, static_argnames=("grid", "which"))
-def _conversion_core(v, s, m, e, ok, grid, which):
+@functools.partial(jax.jit, static_argnames=("which",))
+def _conversion_core(plds, v, s, m, e, ok, which):
     upper, lower, gauss, sound, fill = _CONVERSIONS[which]
 
-    def one(v_, s_, m_, e_):
-        ps = _plds(s_, m_, e_, ("remove", "add"), grid)
+    def one(ps, v_, s_, m_, e_):
         g = gauss(v_, jnp.sqrt(e_) / s_)
         up = jnp.max(jnp.stack([upper(p, v_) for p in ps]))
         lo = jnp.max(jnp.stack([lower(p, v_) for p in ps]))
@@ -187,8 +202,8 @@ def _conversion_core(v, s, m, e, ok, grid, which):
             lo, up = jnp.maximum(lo, 0.0), jnp.maximum(up, 0.0)
         return lo, up
 
-    v, s, m, e, ok = jnp.broadcast_arrays(v, s, m, e, ok)
-    lo, up = broadcast_map(one, jnp.where(ok, v, fill), jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+    v, ok = jnp.broadcast_arrays(v, ok)
+    lo, up = map_with(one, plds, s.shape, jnp.where(ok, v, fill), s, m, e)
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
@@ -201,7 +216,8 @@ def _conversion(arg, value, noise_multiplier, num_rounds, num_epochs, neighborin
     check_broadcast(**{arg: value}, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
     v, okv = check(arg, value, **_ARG_RANGE[arg])
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    lo, up = _conversion_core(v, s, m, e, ok & okv, grid, "epsilon" if arg == "delta" else "delta")
+    s1, m1, e1 = _masked(ok, s, m, e)
+    lo, up = _conversion_core(_pld_core(s1, m1, e1, grid), v, s1, m1, e1, ok & okv, "epsilon" if arg == "delta" else "delta")
     return Bracket(lower=lo, upper=up, value=up)
 
 
@@ -237,30 +253,37 @@ def _multi(num_epochs):
     return not bool(np.all(np.asarray(num_epochs) == 1))
 
 
-@functools.partial(jax.jit, static_argnames=("grid", "reverse", "multi"))
-def _tradeoff_exact_core(a, s, m, e, ok, grid, reverse, multi=True):
-    """Pessimistic (lower) and optimistic (upper) ends of the exact curve, shape params + a.shape."""
+def _single(num_epochs):
+    """False when the epochs are known (not traced) to be all above 1: the single-epoch law's
+    program is then not compiled."""
+    if is_traced(num_epochs):
+        return True
+    return bool(np.any(np.asarray(num_epochs) == 1))
 
-    def one(s_, m_, e_):
-        direction = "add" if reverse else "remove"
-        # single epoch: the exact law directly (error <= 1e-8: both ends equal)
-        f1 = (_exact.tradeoff_reverse if reverse else _exact.tradeoff)(a, s_, m_)
+
+@functools.partial(jax.jit, static_argnames=("reverse", "single"))
+def _tradeoff_exact_core(a, plds, s, m, e, ok, reverse, single=True):
+    """Pessimistic (lower) and optimistic (upper) ends of the exact curve, shape params + a.shape.
+    ``plds``: the output of :func:`_pld_core` (None when every entry is known to be one epoch);
+    ``single=False``: no entry is one epoch, so the single-epoch law is not compiled."""
+
+    def one(ps, s_, m_, e_):
         # several epochs: certified PLD bracket (under jit computed for E = 1 too, then discarded)
-        if multi:
-            p = _plds(s_, m_, e_, (direction,), grid)[0]
+        if ps is not None:
+            p = ps[1 if reverse else 0]
             lo, up = p.tradeoff_lower(a), p.tradeoff_upper(a)
-        else:
-            lo, up = f1, f1
+        if single:  # single epoch: the exact law directly (error <= 1e-8: both ends equal)
+            f1 = (_exact.tradeoff_reverse if reverse else _exact.tradeoff)(a, s_, m_)
+            if ps is None:
+                lo, up = f1, f1
+            lo = jnp.where(e_ == 1.0, f1, lo)
+            up = jnp.where(e_ == 1.0, f1, up)
         g = _tf.gaussian(a, jnp.sqrt(e_) / s_)
-        single = e_ == 1.0
-        lo = jnp.where(single, f1, lo)
-        up = jnp.where(single, f1, up)
         one_round = m_ == 1.0
         lo, up = _sound_curve(lo, up, a, s_, jnp.where(one_round, 2.0, m_), e_)
         return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
 
-    s, m, e, ok = jnp.broadcast_arrays(s, m, e, ok)
-    lo, up = broadcast_map(one, jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+    lo, up = map_with(one, plds, s.shape, s, m, e, batch_size=4)
     okb = ok.reshape(ok.shape + (1,) * a.ndim)
     return nan_where_invalid(lo, okb), nan_where_invalid(up, okb)
 
@@ -284,7 +307,9 @@ def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=F
         lo = nan_where_invalid(nan_where_invalid(lo, okb), oka)
         up = nan_where_invalid(nan_where_invalid(up, okb), oka)
         return Bracket(lower=lo, upper=up, value=lo)
-    lo, up = _tradeoff_exact_core(a, s, m, e, ok, grid, bool(reverse), _multi(num_epochs))
+    s1, m1, e1 = _masked(ok, s, m, e)
+    plds = _pld_core(s1, m1, e1, grid) if _multi(num_epochs) else None
+    lo, up = _tradeoff_exact_core(a, plds, s1, m1, e1, jnp.broadcast_to(ok, s1.shape), bool(reverse), _single(num_epochs))
     lo, up = nan_where_invalid(lo, oka), nan_where_invalid(up, oka)
     return Bracket(lower=lo, upper=up, value=lo)
 
@@ -324,37 +349,39 @@ def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", r
     return nan_where_invalid(f, ok & oka)
 
 
-@functools.partial(jax.jit, static_argnames=("grid", "multi", "law"))
-def _gap_exact_core(s, m, e, ok, grid, multi=True, law=True):
+@functools.partial(jax.jit, static_argnames=("law", "single"))
+def _gap_exact_core(plds, s, m, e, ok, law=True, single=True):
     # law=False: the numerical law is known to be unresolved (sigma < SIGMA_MIN), so its NaN is
     # not computed; the envelope below then gives the same value as the full program, which
-    # costs a minute to compile
-    def one(s_, m_, e_):
-        tv1 = _exact.tv_gap(s_, m_) if law else jnp.nan * s_
-        if not law:
-            lo = up = tv1
-        elif multi:
-            p = _plds(s_, m_, e_, ("remove",), grid)[0]
-            lo, up = p.delta_lower(0.0), p.delta_upper(0.0)
+    # costs a minute to compile.  plds: the output of _pld_core, or None (one epoch, or law=False);
+    # single=False: no entry is one epoch, so the single-epoch law is not compiled
+    def one(ps, s_, m_, e_):
+        tv1 = _exact.tv_gap(s_, m_) if (law and single) else jnp.nan * s_
+        if ps is not None:  # the gap is TV, the same in both directions
+            lo, up = ps[0].delta_lower(0.0), ps[0].delta_upper(0.0)
+            lo, up = jnp.where(e_ == 1.0, tv1, lo), jnp.where(e_ == 1.0, tv1, up)
         else:
             lo, up = tv1, tv1
         g = 2.0 * jax.scipy.special.ndtr(jnp.sqrt(e_) / s_ / 2.0) - 1.0
-        single = e_ == 1.0
-        lo, up = jnp.where(single, tv1, lo), jnp.where(single, tv1, up)
         one_round = m_ == 1.0
         lo, up = _sound_gap(lo, up, s_, jnp.where(one_round, 2.0, m_), e_)
         return jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
 
-    s, m, e, ok = jnp.broadcast_arrays(s, m, e, ok)
-    lo, up = broadcast_map(one, jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0), batch_size=4)
+    lo, up = map_with(one, plds, s.shape, s, m, e, batch_size=4)
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
+
+
+def _gap(s, m, e, ok, grid, multi=True, law=True, single=True):
+    s1, m1, e1 = _masked(ok, s, m, e)
+    plds = _pld_core(s1, m1, e1, grid) if (multi and law) else None
+    return _gap_exact_core(plds, s1, m1, e1, jnp.broadcast_to(ok, s1.shape), law, single)
 
 
 def delta_gap_bracket(*, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
     """Bracket on the exact gap sup_a (1 - a - f(a)) (= TV; the same for both directions)."""
     _refuse_replace_one(neighboring)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    lo, up = _gap_exact_core(s, m, e, ok, grid, _multi(num_epochs), not _below_law_domain(s))
+    lo, up = _gap(s, m, e, ok, grid, _multi(num_epochs), not _below_law_domain(s), _single(num_epochs))
     return Bracket(lower=lo, upper=up, value=up)
 
 
@@ -371,7 +398,7 @@ def delta_gap_envelope(*, noise_multiplier, num_rounds, num_epochs=1):
     is smaller (:func:`jaxdp.mechanisms.shuffled.gap_envelope`); the Gaussian itself at M = 1.
     """
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
-    return _gap_exact_core(s, m, e, ok, SHUFFLE_GRID, False, False)[1]
+    return _gap(s, m, e, ok, SHUFFLE_GRID, False, False, _single(num_epochs))[1]
 
 
 def delta_gap(*, noise_multiplier, num_rounds, num_epochs=1, method="exact", neighboring="add_remove"):
@@ -407,7 +434,7 @@ def delta_gap(*, noise_multiplier, num_rounds, num_epochs=1, method="exact", nei
 def _gap_fn(method, s, e):
     if method == "exact":
         multi = _multi(e)
-        return lambda m: _gap_exact_core(s, m, e, jnp.asarray(True), SHUFFLE_GRID, multi)[1]
+        return lambda m: _gap(s, m, e, jnp.asarray(True), SHUFFLE_GRID, multi, True, _single(e))[1]
     return lambda m: delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e, method=method)
 
 
