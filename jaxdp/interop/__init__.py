@@ -6,6 +6,8 @@
   (``pip install jaxdp[dp_accounting]``).
 * :mod:`jaxdp.interop.jax_privacy` -- :class:`JaxdpAccountantConfig`, a jax_privacy
   ``DpAccountantConfig`` creating :class:`JaxdpAccountant` (``pip install jaxdp[jax_privacy]``).
+* :mod:`jaxdp.interop.opacus` -- Opacus 1.6: ``JaxdpOpacusAccountant``, an ``IAccountant``, and
+  ``register()``, which makes ``PrivacyEngine(accountant="jaxdp")`` use it (``pip install jaxdp[opacus]``).
 
 ``import jaxdp`` and ``import jaxdp.interop`` never import a third-party library.
 """
