@@ -112,6 +112,7 @@ def _delta(e, s, q, t, grid=G):
     return np.asarray(b.lower), np.asarray(b.upper)
 
 
+@pytest.mark.xdist_group("poisson_small_eps")  # one compiled batched eps program
 @settings(max_examples=n_examples(4))
 @given(st.data())
 def test_eps_q1_is_the_gaussian(data):
@@ -127,6 +128,7 @@ def test_eps_q1_is_the_gaussian(data):
 
 
 
+@pytest.mark.xdist_group("poisson_small_eps")  # one compiled batched eps program
 @settings(max_examples=n_examples(4))
 @given(st.data())
 def test_eps_one_step_closed_form(data):
@@ -143,6 +145,7 @@ def test_eps_one_step_closed_form(data):
         assert lo[i] <= ref * (1 + 1e-9) + 1e-12, (s[i], q[i], d[i], lo[i], ref)
 
 
+@pytest.mark.xdist_group("poisson_small_eps")  # one compiled batched eps program
 @settings(max_examples=n_examples(4))
 @given(st.data())
 def test_eps_dominates_rigorous_lower_bounds(data):
@@ -265,6 +268,7 @@ def test_regression_small_delta_finite_down_to_1e15():
             assert up[r, i] <= 1.05 * acc.get_epsilon(di), (r, di, up[r, i], acc.get_epsilon(di))
 
 
+@pytest.mark.xdist_group("poisson_small_eps")  # one compiled batched eps program
 def test_regression_q1_eps_through_erfcx_hole():
     """q = 1, sigma = 0.3, T = 100, delta = 1e-5 (mu = 33.3): eps ~ 697 puts the log Phi argument at
     -37.6, where jax's erfcx returned 0 on [26.543, 26.642]; the Gaussian closed form then gave
@@ -281,6 +285,7 @@ def test_regression_q1_eps_through_erfcx_hole():
     assert abs(up[0] - 696.7777915417275) < 1e-6
 
 
+@pytest.mark.xdist_group("poisson_small_eps")  # one compiled batched eps program
 def test_regression_lower_end_at_the_one_step_tv_jump():
     """Found by the thorough profile (2026-12-03): sigma = 0.0090199, q = delta = 10^-6.25, T = 1, in a
     batch of 16 on Grid(2^12).  delta(0) = q TV(N(0,s^2), N(1,s^2)) is within 1e-660 of q, so the truth
