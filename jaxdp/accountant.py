@@ -40,6 +40,7 @@ from . import events as _events
 from ._batch import broadcast_map
 from ._validate import check, check_choice, nan_where_invalid
 from .core import pld as _pld
+from .core import tradeoff as _tf
 from .core.tradeoff import curve_from_profile
 from .events import UnsupportedEventError, supports
 from ._pytree import pytree_dataclass
@@ -75,6 +76,29 @@ def _worst(values):
     return jnp.max(jnp.stack(values), axis=0)
 
 
+def _gdp_mu(comps):
+    """mu of a Gaussian trade-off below the truth (mu-GDP composes exactly), ``inf`` if none is known.
+
+    Only the optimistic ends of brackets are clipped with it (eps and delta lower ends down, the
+    curve's upper end up), so it can correct a bracket end that crossed the truth but never moves a
+    reported value: e.g. a shuffled event at delta = 1e-12, whose discretised lower end lay above the
+    Gaussian upper bound eps_{G_{1/sigma}}(delta) on the truth."""
+    mu2 = sum(k.astype(jnp.float64) * jnp.asarray(m.gdp_mu(), jnp.float64) ** 2 for m, k in comps)
+    return jnp.sqrt(mu2)
+
+
+def _below_gauss_eps(lo, delta, mu):
+    ok = jnp.isfinite(mu) & (mu > 0)
+    e_g = _tf.gaussian_epsilon(delta, jnp.where(ok, mu, 1.0))
+    return jnp.where(ok & jnp.isfinite(e_g), jnp.minimum(lo, e_g), lo)
+
+
+def _below_gauss_delta(lo, eps, mu):
+    ok = jnp.isfinite(mu) & (mu > 0)
+    d_g = jnp.clip(_tf.gaussian_delta_unchecked(eps, jnp.where(ok, mu, 1.0)), 0.0, 1.0)
+    return jnp.where(ok & jnp.isfinite(d_g), jnp.minimum(lo, d_g), lo)
+
+
 @functools.partial(jax.jit, static_argnames=("neighboring", "grid"))
 def _epsilon_core(event, delta, ok_delta, neighboring, grid):
     comps, ok = _flat(event, neighboring)
@@ -87,7 +111,9 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid):
         # eps >= 0 by convention (delta(0) <= delta: the guarantee holds at eps = 0)
         up = jnp.maximum(_worst([p.epsilon_upper(d) for p in ps]), 0.0)
         lo = jnp.maximum(_worst([p.epsilon_lower(_pld.lower_bound_delta(d)) for p in ps]), 0.0)
-        return lo, up
+        return _below_gauss_eps(lo, d, mu), up
+
+    mu = _gdp_mu(comps)
 
     lo, up = broadcast_map(one, jnp.where(ok_delta, delta, 1e-5))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
@@ -102,7 +128,7 @@ def _delta_core(event, epsilon, ok_eps, neighboring, grid):
     e = jnp.where(ok_eps, epsilon, 1.0)
     ps = _plds(comps, grid)
     up = _worst([p.delta_upper(e) for p in ps])
-    lo = _worst([p.delta_lower(e) for p in ps])
+    lo = _below_gauss_delta(_worst([p.delta_lower(e) for p in ps]), e, _gdp_mu(comps))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
@@ -122,6 +148,8 @@ def _tradeoff_core(event, a, ok_a, neighboring, grid, num_eps):
     prof = jnp.maximum(pr.delta_upper(eps), pa.delta_upper(eps))
     lo = curve_from_profile(prof, eps, a)
     up = jnp.minimum(pr.tradeoff_upper(a), pa.tradeoff_upper(a))
+    mu = _gdp_mu(comps)  # the truth is >= G_mu: an upper end below it is raised to it
+    up = jnp.maximum(up, jnp.where(jnp.isfinite(mu), _tf.gaussian(a, jnp.where(jnp.isfinite(mu), mu, 0.0)), 0.0))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 

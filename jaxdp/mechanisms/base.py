@@ -51,3 +51,11 @@ class Mechanism(Protocol):
     def privacy_loss_sf(self, x, direction: str) -> Tuple[jax.Array, jax.Array]: ...
 
     def privacy_loss_range(self, direction: str, tail: float) -> Tuple[jax.Array, jax.Array]: ...
+
+    def gdp_mu(self) -> jax.Array:
+        """A mu with f >= G_mu in both directions (a mu-GDP certificate), ``inf`` if none is known.
+
+        Used only to clip the *optimistic* ends of certified brackets to a closed form that holds
+        for the truth (G_mu composes exactly: k steps are sqrt(k) mu-GDP), never the reported value.
+        """
+        ...

@@ -28,6 +28,9 @@ class CurvePair:
     def prepare(self):
         return self
 
+    def gdp_mu(self):
+        return jnp.asarray(jnp.inf, jnp.float64)  # no certificate is derived from an arbitrary curve
+
     def _atoms(self, direction):
         c = self.curve if direction == "remove" else self.curve.inverse()
         da = jnp.diff(c.a)

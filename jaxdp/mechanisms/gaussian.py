@@ -35,6 +35,10 @@ class SubsampledGaussian:
     def prepare(self):
         return self
 
+    def gdp_mu(self):
+        # subsampling only helps: q G_mu + (1 - q) Id >= G_mu, and its inverse likewise
+        return 1.0 / jnp.asarray(self.noise_multiplier, jnp.float64)
+
     # x(t): the output at which the remove-direction loss equals t (t > log(1 - q)).
     def _x_of_loss(self, t):
         s, q = self.noise_multiplier, self.sampling_probability
@@ -115,6 +119,9 @@ class EpsilonDelta:
 
     def prepare(self):
         return self
+
+    def gdp_mu(self):
+        return jnp.asarray(jnp.inf, jnp.float64)  # f_{eps, delta} is below every G_mu near a = 1
 
     def privacy_loss_sf(self, x, direction: str):
         e, d = self.epsilon, self.delta

@@ -48,6 +48,9 @@ class Laplace:
     def prepare(self):
         return self
 
+    def gdp_mu(self):
+        return jnp.asarray(jnp.inf, jnp.float64)  # pure DP: f = e^{-eps}(1 - a) near a = 1 is below every G_mu
+
     def privacy_loss_sf(self, x, direction: str):
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")

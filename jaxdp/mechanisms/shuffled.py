@@ -158,6 +158,10 @@ class ShuffledGaussian:
     def _cdf_sf(self, sigma, m, u):
         return _cdf_sf(sigma, m, u, self.grid_size, self.upsample, self.quad_nodes, 1e-13)
 
+    def gdp_mu(self):
+        # post-processing: knowing the round leaves the plain Gaussian, so f >= G_{1/sigma} both ways
+        return 1.0 / jnp.asarray(self.noise_multiplier, jnp.float64)
+
     def privacy_loss_sf(self, x, direction: str):
         """(A(ell_d > x), B(ell_d > x)) for an array x of loss values (x = +inf -> 0)."""
         _validate.check_choice("direction", direction, DIRECTIONS)

@@ -75,6 +75,10 @@ class PoissonSubsampled:
         """Tabulate the inner law once, if it has a tabulation step (see :meth:`ShuffledGaussian.prepare`)."""
         return PoissonSubsampled(self.mechanism.prepare(), self.sampling_probability)
 
+    def gdp_mu(self):
+        # subsampling only helps (the subsampled curve lies above the inner one, both directions)
+        return self.mechanism.gdp_mu()
+
     def privacy_loss_sf(self, x, direction: str):
         _check_direction(direction)
         q = self.sampling_probability
