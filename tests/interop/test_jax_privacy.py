@@ -3,7 +3,9 @@
 Reference: the same jax_privacy computation with its own ``PldAccountantConfig`` (dp_accounting's
 PLD accountant, discretisation 1e-4); jax_privacy's doctest values (PLD, q = 0.1, delta = 1e-6:
 sigma 3 over 512 steps -> eps 3.77; eps 1 over 512 steps -> sigma 9.66, ``shared/spec/samplers.md``
-section 5).  Tolerance 1% on eps and sigma; a 2^14-cell grid (within 1e-4 of the default here).
+section 5; and, from the same doctest (``jax_privacy/experimental/accounting.py``, "Calibrating
+Number of Iterations for DP-SGD"): sigma 3, eps 2 -> 155 steps).  Tolerance 1% on eps and sigma; a
+2^14-cell grid (within 1e-4 of the default here).
 """
 
 from __future__ import annotations
@@ -49,3 +51,32 @@ def test_calibrate_noise_multiplier():
         accountant=accounting.DpsgdTrainingAccountant(dp_accountant_config=JaxdpAccountantConfig(grid=G14)), **kw)
     assert s_j == pytest.approx(9.66, rel=1e-2)  # jax_privacy's doctest value
     assert _eps(accounting.PldAccountantConfig(), s_j) <= 1.0 + 1e-3  # feasible by dp_accounting's PLD (to calibrate's tol)
+
+
+def test_calibrate_num_updates_doctest_155():
+    # jax_privacy 2.0's doctest (jax_privacy/experimental/accounting.py, "Calibrating Number of
+    # Iterations for DP-SGD": dpsgd_event(3.0, t, sampling_prob=0.1), dp_accounting's PLDAccountant,
+    # target eps 2, delta 1e-6) prints 155.  Here the same question goes through jax_privacy's own
+    # step calibration (calibrate_num_updates on DpsgdTrainingAccountant, q = 1000 / 10_000) with
+    # jaxdp as the accountant.  Not a knife edge: eps(155) = 1.99629 and eps(156) = 2.00297 with this
+    # grid (the default grid and PldAccountantConfig agree to 3e-5; measured, jaxdp at this commit).
+    acc = accounting.DpsgdTrainingAccountant(dp_accountant_config=JaxdpAccountantConfig(grid=G14))
+    steps = accounting.calibrate_num_updates(
+        target_epsilon=2.0, accountant=acc, noise_multipliers=3.0, batch_sizes=1000, num_samples=10_000, target_delta=1e-6)
+    assert steps == 155
+    assert _eps(JaxdpAccountantConfig(grid=G14), 3.0, steps=155) <= 2.0 < _eps(JaxdpAccountantConfig(grid=G14), 3.0, steps=156)
+
+
+# Two phases, both the noise and the batch size change: 300 steps at sigma 1.0, q = 100 / 10_000,
+# then 200 at sigma 1.5, q = 200 / 10_000 (jax_privacy's (step, value) schedule form, DpParams).
+TWO_PHASE = dict(noise_multipliers=[(0, 1.0), (300, 1.5)], batch_size=[(0, 100), (300, 200)], num_samples=10_000, delta=1e-5)
+
+
+def test_two_phase_schedule_matches_pld():
+    # Reference: jax_privacy's own PldAccountantConfig (dp_accounting's PLD accountant) on the same
+    # DpParams; the agreement asked for is 1% (issue 17).  benchmarks/interop_peers.py times the two.
+    def eps(cfg):
+        return accounting.DpsgdTrainingAccountant(dp_accountant_config=cfg).compute_epsilon(500, accounting.DpParams(**TWO_PHASE))
+
+    got, want = eps(JaxdpAccountantConfig(grid=G14)), eps(accounting.PldAccountantConfig())
+    assert got == pytest.approx(want, rel=1e-2)
