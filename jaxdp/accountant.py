@@ -87,16 +87,11 @@ def _gdp_mu(comps):
     return jnp.sqrt(mu2)
 
 
-def _below_gauss_eps(lo, delta, mu):
+def _below_gauss(lo, gauss_value, x, mu):
+    """``lo`` lowered to the G_mu value ``gauss_value(x, mu)`` where mu is a finite certificate."""
     ok = jnp.isfinite(mu) & (mu > 0)
-    e_g = _tf.gaussian_epsilon(delta, jnp.where(ok, mu, 1.0))
-    return jnp.where(ok & jnp.isfinite(e_g), jnp.minimum(lo, e_g), lo)
-
-
-def _below_gauss_delta(lo, eps, mu):
-    ok = jnp.isfinite(mu) & (mu > 0)
-    d_g = jnp.clip(_tf.gaussian_delta_unchecked(eps, jnp.where(ok, mu, 1.0)), 0.0, 1.0)
-    return jnp.where(ok & jnp.isfinite(d_g), jnp.minimum(lo, d_g), lo)
+    g = gauss_value(x, jnp.where(ok, mu, 1.0))
+    return jnp.where(ok & jnp.isfinite(g), jnp.minimum(lo, g), lo)
 
 
 @functools.partial(jax.jit, static_argnames=("neighboring", "grid"))
@@ -106,14 +101,14 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid):
     if not comps:  # nothing ran: perfectly private
         return nan_where_invalid(jnp.zeros_like(delta), ok), nan_where_invalid(jnp.zeros_like(delta), ok)
 
+    mu = _gdp_mu(comps)
+
     def one(d):
         ps = _plds(comps, grid, d)
         # eps >= 0 by convention (delta(0) <= delta: the guarantee holds at eps = 0)
         up = jnp.maximum(_worst([p.epsilon_upper(d) for p in ps]), 0.0)
         lo = jnp.maximum(_worst([p.epsilon_lower(_pld.lower_bound_delta(d)) for p in ps]), 0.0)
-        return _below_gauss_eps(lo, d, mu), up
-
-    mu = _gdp_mu(comps)
+        return _below_gauss(lo, _tf.gaussian_epsilon, d, mu), up
 
     lo, up = broadcast_map(one, jnp.where(ok_delta, delta, 1e-5))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
@@ -128,7 +123,8 @@ def _delta_core(event, epsilon, ok_eps, neighboring, grid):
     e = jnp.where(ok_eps, epsilon, 1.0)
     ps = _plds(comps, grid)
     up = _worst([p.delta_upper(e) for p in ps])
-    lo = _below_gauss_delta(_worst([p.delta_lower(e) for p in ps]), e, _gdp_mu(comps))
+    gauss_delta = lambda x, m: jnp.clip(_tf.gaussian_delta_unchecked(x, m), 0.0, 1.0)  # noqa: E731
+    lo = _below_gauss(_worst([p.delta_lower(e) for p in ps]), gauss_delta, e, _gdp_mu(comps))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 

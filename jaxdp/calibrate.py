@@ -607,12 +607,16 @@ def _poisson_eps(direction, grid):
         delta, q, steps = p
         eps = poisson.epsilon_for_delta(delta, noise_multiplier=sigma, sampling_probability=q,
                                         num_steps=steps, direction=direction, grid=grid)
-        if direction == "add":  # the lower bound is the remove direction's (the add eps is <= T log(1/(1-q)))
-            return eps
-        lb = _poisson_remove_delta_lower(eps, sigma, q, steps)
-        return _guard(eps, _consistent_eps(eps, delta, lb))
+        return _poisson_guarded(eps, sigma, delta, q, steps, direction)
 
     return fn
+
+
+def _poisson_guarded(eps, sigma, delta, q, steps, direction):
+    """+inf where the accountant's eps is provably below the truth (scalar arguments)."""
+    if direction == "add":  # the lower bound is the remove direction's (the add eps is <= T log(1/(1-q)))
+        return eps
+    return _guard(eps, _consistent_eps(eps, delta, _poisson_remove_delta_lower(eps, sigma, q, steps)))
 
 
 def _search_grid(grid, search_grid):
@@ -713,10 +717,7 @@ def poisson_noise_multiplier(epsilon, delta, *, sampling_probability, num_steps,
 
 @functools.partial(jax.jit, static_argnames=("direction",))
 def _guarded(eps, sigma, delta, q, steps, *, direction):
-    if direction == "add":
-        return eps
-    return jnp.vectorize(lambda e, s, d, q_, t: _guard(e, _consistent_eps(e, d, _poisson_remove_delta_lower(e, s, q_, t))))(
-        eps, sigma, delta, q, steps)
+    return jnp.vectorize(lambda *a: _poisson_guarded(*a, direction))(eps, sigma, delta, q, steps)
 
 
 def _certified_eagerly(sol, eps, delta, q, steps, *, direction, grid):

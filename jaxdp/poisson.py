@@ -258,7 +258,7 @@ def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
     # q = 1: the Gaussian with mu = sqrt(T) / sigma, in closed form (no discretisation, no float
     # floor: finite for any delta > 0)
     mu = jnp.sqrt(steps) / sigma
-    g_lo, g_hi = _gauss_eps_bounds(delta, mu)
+    g_hi = _gauss_eps_bounds(delta, mu)[1]
     gauss = q >= 1.0
     up = jnp.where(gauss & (g_hi <= up), _implicit(g_hi, delta, mu), up)
     d_lo = _pld.lower_bound_delta(delta)  # lower ends robust at jumps of eps(delta)
