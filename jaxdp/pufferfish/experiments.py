@@ -6,7 +6,8 @@ mean over the n records of the dataset with the other n - 1 records fixed (MEAN 
 condition and the exact divergence are scale-covariant, b(x/n) = b(x)/n, so MEAN rows are RAW
 rows divided by n). mu_i, mu_j are the empirical conditional laws of the query given the two
 secret values. Grid: alpha in {1.5, 2, 3, 5, 10, 20, 50, inf}, eps in {0.1, 0.25, 0.5, 1, 2, 5}.
-The whole grid (pairs x alpha x eps, all methods, both directions) is **one** jitted, vmapped call.
+The whole grid (pairs x alpha x eps, all methods, both directions) is **one** compiled call
+(pairs in sequence, grid points in vmapped batches, so its memory stays bounded).
 
 Run::
 
@@ -80,11 +81,19 @@ def _point(x, wx, y, wy, alpha, eps):
     return calibrate_all(x, wx, y, wy, alpha, eps, exact_iters=12, gaussian_grid=160, gaussian_order=5)
 
 
+# grid points evaluated side by side (vmapped) at a time: the exact quadratures' intermediates of the
+# whole 11 x 48 grid at once need ~28 GB, a batch of 8 points of one pair a few hundred MB
+POINT_BATCH = 8
+
+
 @jax.jit
 def grid_call(x, wx, y, wy, alphas, epss):
-    """All methods on pairs (P, N) x points (G,): one vmapped call. Returns dict of (P, G) arrays."""
-    inner = jax.vmap(_point, (None, None, None, None, 0, 0))
-    res = jax.vmap(inner, (0, 0, 0, 0, None, None))(x, wx, y, wy, alphas, epss)
+    """All methods on pairs (P, N) x points (G,): one compiled call, pairs in sequence and points in
+    vmapped batches of ``POINT_BATCH`` (bounded memory). Returns dict of (P, G) arrays."""
+    def pair(law):
+        return jax.lax.map(lambda ae: _point(*law, *ae), (alphas, epss), batch_size=POINT_BATCH)
+
+    res = jax.lax.map(pair, (x, wx, y, wy))
     _, _, w1, w2, winf = jax.vmap(coupled_differences)(x, wx, y, wy)
     res.update(w1=w1, w2=w2, winf=winf)
     return res
