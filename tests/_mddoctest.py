@@ -59,9 +59,21 @@ Markers (HTML comments, invisible when rendered)
     read from the code) at hand, and gives a number or a list. Every number of the paragraph must
     equal one of the values at its printed precision, or be an input: a checked block's number or
     a constant written in ``EXPR`` itself; and every value must be quoted by the paragraph.
+``<!-- doctest: copied PATH [PATH ...] -->``
+    before a paragraph or table quoted from a recorded output (``benchmarks/results/*.md``, written
+    by the command that file names): every line of it holding a number must occur verbatim in one
+    of the PATHs (list bullets, ``**`` and runs of whitespace aside), so a one-digit change fails
+    even for small numbers. For runs too long for CI (the 15-minute audit, a 10-epoch training run)
+    and for timings; a test regenerates the file wherever the run fits in CI.
+``<!-- doctest: checked KEY -->``
+    before a paragraph or table whose numbers a test computes (a run too long for the doc test, e.g.
+    in the acceptance step): the test calls ``doc_quotes("docs/x.md", "KEY", values, inputs)``,
+    which checks the paragraph as ``value`` does; the marker is an error unless a file under tests/
+    makes that call.
 ``<!-- doctest: measured (command and setting) -->``
-    before a paragraph or table of numbers measured by a run too long for CI and not stored in a
-    file (a training run, a timing): nothing checked, the command that produced them must be given.
+    numbers that nothing checks: parsed, but ``tests/test_docs.py`` allows it in no document (record
+    the run's output under ``benchmarks/results/`` and quote it with ``copied``, or have a test
+    compute it with ``checked``).
 ``<!-- doctest: cite (reference) -->``
     before a paragraph whose numbers are citations of papers (not recomputed here); nothing checked,
     the reference must be given.
@@ -96,8 +108,8 @@ syntactically and nothing else:
   (``= < > + - * / ^ ( ) [ ] { } , | ~``), standing alone, or a coefficient of a one-letter
   symbol (``2 b^2``, ``2 s + 1``); constants of formulas and settings such as ``sigma = 1``.
 
-Everything else is a result: backed by a block, ``value`` or ``source``, or marked ``measured``
-(a run too long for CI or a timing, with the command) or ``cite``. One-digit changes: a backed
+Everything else is a result: backed by a block, ``value``, ``checked``, ``source`` or ``copied``,
+or a citation (``cite``). One-digit changes: a backed
 number fails when changed unless the changed number also happens to be backed (another checked
 number of the same document, a number of the ``source`` file, an input of a ``value``
 expression); ``tests/test_docs.py`` checks this on README.md and docs/soundness.md for the result
@@ -159,17 +171,19 @@ def _parse_text(path: str, text: str) -> tuple[list[Block], list[Annotated], lis
         m = MARKER.match(line.strip())
         if m:
             kind, arg = m.group(1), m.group(2)
-            if kind not in ("skip", "tol", "source", "cite", "measured", "value"):
+            if kind not in ("skip", "tol", "source", "copied", "cite", "measured", "value", "checked"):
                 errors.append(f"{path}:{i + 1}: unknown doctest marker {kind!r}")
             if kind in ("skip", "cite", "measured") and not arg.strip("() "):
                 errors.append(f"{path}:{i + 1}: doctest {kind} marker needs a reason/reference")
-            if kind in ("source", "cite", "measured", "value"):
+            if kind == "checked" and not _checked_by(arg.strip()):
+                errors.append(f"{path}:{i + 1}: no test under tests/ calls doc_quotes(..., {arg.strip()!r}, ...)")
+            if kind in ("source", "copied", "cite", "measured", "value", "checked"):
                 j = i + 1
                 para = []
                 while j < len(lines) and lines[j].strip():
                     para.append(lines[j])
                     j += 1
-                for src in arg.split() if kind == "source" else []:
+                for src in arg.split() if kind in ("source", "copied") else []:
                     if not os.path.exists(os.path.join(ROOT, src)):
                         errors.append(f"{path}:{i + 1}: doctest source {src!r} does not exist")
                 notes.append(Annotated(path, i + 1, kind, arg, "\n".join(para)))
@@ -381,7 +395,7 @@ def check_python(block: Block, ns: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # numbers in prose (outside fences)
 
-PROSE_MARKERS = ("source", "measured", "cite", "value")
+PROSE_MARKERS = ("source", "copied", "measured", "cite", "value", "checked")
 _REF = re.compile(
     r"(?:\b(?:issues?|class(?:es)?|items?|theorems?|reproducers?|sections?|notebooks?|lemmas?|steps?|"
     r"equations?|eqs?\.|algorithms?|figures?|propositions?|corollar(?:y|ies)|definitions?|arxiv)\s+"
@@ -557,20 +571,25 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
             elif i + 1 in regions:
                 status = "region"
             elif markers:
-                status, at = _marked_status(markers, backed, tok)
+                status, at = _marked_status(markers, backed, tok, line)
             else:
                 status = "block" if _in(backed, tok) else "unbacked"
             out.append(ProseNumber(path, i + 1, tok, status, line, s, at, tuple(k[2] for k in markers)))
     return out
 
 
-def _marked_status(markers: list, backed: np.ndarray, tok: str) -> tuple[str, int]:
+def _marked_status(markers: list, backed: np.ndarray, tok: str, text: str = "") -> tuple[str, int]:
     """How a number in a marked paragraph is accounted for: (status, line of the deciding marker).
-    measured/cite accept anything; otherwise a checked block's number, a number occurring in a
-    ``source`` file, or (checked later, by ``check_values``) a ``value`` marker's number."""
+    measured/cite accept anything; ``copied``: the number's whole line occurs in the file; otherwise
+    a checked block's number, a number occurring in a ``source`` file, or (checked later, by
+    ``check_values``) a ``value`` marker's number."""
     for kind, _, line in markers:
         if kind in ("measured", "cite"):
             return kind, line
+    for kind, arg, line in markers:
+        if kind == "copied":
+            return ("copied" if any(_copied_line(text) in _copied_text(src) for src in arg.split())
+                    else "copied-missing"), line
     sources = [(arg, line) for kind, arg, line in markers if kind == "source"]
     if sources and _in(backed, tok):
         return "block", sources[0][1]
@@ -578,8 +597,8 @@ def _marked_status(markers: list, backed: np.ndarray, tok: str) -> tuple[str, in
         if any(_in(_source_numbers(src), tok) for src in arg.split()):
             return "source", line
     for kind, _, line in markers:
-        if kind == "value":
-            return "value", line
+        if kind in ("value", "checked"):
+            return kind, line
     return "source-missing", sources[0][1]
 
 
@@ -588,11 +607,16 @@ def check_prose(path: str, text: str | None = None) -> list[str]:
     ``source``) occurs in the source file; ``value`` paragraphs are checked by ``check_values``."""
     nums = prose_numbers(path, text)
     markers = _prose_markers(path, text)
-    errors = []
+    errors, seen = [], set()
     for n in nums:
         if n.status == "unbacked":
             errors.append(f"{n.path}:{n.line}: {n.token} in prose is not backed: quote it from a checked block, "
                           f"or mark the paragraph (doctest: value/source/measured/cite): {n.context.strip()[:100]}")
+        elif n.status == "copied-missing" and (n.line, "copied") not in seen:
+            seen.add((n.line, "copied"))
+            paths = " or ".join(markers[n.marker][1].split())
+            errors.append(f"{n.path}:{n.line}: this line is not in {paths} (a copied paragraph quotes its "
+                          f"file's lines verbatim): {n.context.strip()[:100]}")
         elif n.status == "source-missing":
             paths = " or ".join(markers[n.marker][1].split())
             errors.append(f"{n.path}:{n.line}: {n.token} does not occur in {paths}")
@@ -611,6 +635,21 @@ def _prose_markers(path: str, text: str | None = None) -> dict[int, tuple[str, s
 
 
 _SOURCE_CACHE: dict[str, np.ndarray] = {}
+_COPIED_CACHE: dict[str, str] = {}
+
+
+def _copied_line(line: str) -> str:
+    """A document line as ``copied`` compares it: list bullet, emphasis and runs of whitespace dropped."""
+    line = re.sub(r"^\s*(?:[-*+]\s+|>\s*)", "", line)
+    return " ".join(line.replace("**", "").split())
+
+
+def _copied_text(rel: str) -> str:
+    """A recorded output file as one string, whitespace collapsed, so a wrapped doc line still matches."""
+    if rel not in _COPIED_CACHE:
+        ref = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+        _COPIED_CACHE[rel] = "\n".join(_copied_line(ln) for ln in ref.splitlines())
+    return _COPIED_CACHE[rel]
 
 
 def _source_numbers(rel: str) -> list[float]:
@@ -645,7 +684,9 @@ def check_values(path: str, ns: dict, text: str | None = None, cache: dict | Non
     """Dynamic part: each ``value EXPR`` marker's expression, evaluated in the document's python
     namespace, gives the numbers its paragraph quotes; every such prose number must equal one of them
     at its printed precision, and every value must be quoted (no idle expression)."""
+    text = open(path, encoding="utf-8").read() if text is None else text
     nums = prose_numbers(path, text)
+    inputs = _block_numbers(_parse_text(path, text)[0])
     errors = []
     for line, (kind, expr) in _prose_markers(path, text).items():
         if kind != "value":
@@ -664,16 +705,48 @@ def check_values(path: str, ns: dict, text: str | None = None, cache: dict | Non
             if cache is not None:
                 cache[key] = values
         # inputs: the blocks' numbers, and the constants the expression itself shows
-        inputs = _block_numbers(_parse_text(path, text or open(path, encoding="utf-8").read())[0])
-        backed = np.array(sorted(inputs + [_num(t) for t in NUMBER.findall(expr)]) or [np.nan])
-        para = [n for n in nums if line in n.paragraph]
-        used = np.zeros(len(values), bool)
-        for n in para:
-            v, u = _num(n.token), _unit(n.token)
-            hit = np.abs(values - v) <= u * (1 + 1e-12)
-            used |= hit
-            if n.status == "value" and n.marker == line and not hit.any() and not _in(backed, n.token):
-                errors.append(f"{path}:{n.line}: {n.token} quoted, value {expr!r} gives {values.tolist()}")
-        for v in values[~used]:
-            errors.append(f"{path}:{line}: doctest value {expr!r} computed {v!r}, which the paragraph does not quote")
+        errors += _quoted(path, nums, line, values, inputs + [_num(t) for t in NUMBER.findall(expr)], f"value {expr!r}")
     return errors
+
+
+def _quoted(path, nums, line, values, inputs, what) -> list[str]:
+    """Every number of the paragraph under marker ``line`` equals one of ``values`` at its printed
+    precision or is one of ``inputs``; every value is quoted."""
+    values = np.ravel(np.asarray(values, dtype=float))
+    backed = np.array(sorted(inputs) or [np.nan])
+    para = [n for n in nums if line in n.paragraph]
+    used = np.zeros(len(values), bool)
+    errors = []
+    for n in para:
+        v, u = _num(n.token), _unit(n.token)
+        hit = np.abs(values - v) <= u * (1 + 1e-12)
+        used |= hit
+        if n.status in ("value", "checked") and n.marker == line and not hit.any() and not _in(backed, n.token):
+            errors.append(f"{path}:{n.line}: {n.token} quoted, {what} gives {values.tolist()}")
+    for v in values[~used]:
+        errors.append(f"{path}:{line}: {what} computed {v!r}, which the paragraph does not quote")
+    return errors
+
+
+def doc_quotes(rel: str, key: str, values, inputs=()) -> list[str]:
+    """For a test that computes what a document quotes (a run too long for the doc test itself, e.g.
+    in the acceptance step): the paragraph under ``<!-- doctest: checked KEY -->`` in ``rel`` quotes
+    exactly ``values`` (each at its printed precision; ``inputs`` are the settings it also shows).
+    Returns the errors; the caller asserts there are none."""
+    path = os.path.join(ROOT, rel)
+    text = open(path, encoding="utf-8").read()
+    lines = [ln for ln, (kind, arg) in _prose_markers(path, text).items() if kind == "checked" and arg.strip() == key]
+    if len(lines) != 1:
+        return [f"{rel}: {len(lines)} 'doctest: checked {key}' markers, expected one"]
+    return _quoted(rel, prose_numbers(path, text), lines[0], values, list(inputs), f"the test of {key!r}")
+
+
+def _checked_by(key: str) -> str | None:
+    """The test file that calls ``doc_quotes(..., KEY, ...)`` for a ``checked KEY`` marker."""
+    tests = os.path.join(ROOT, "tests")
+    pat = re.compile(r"doc_quotes\([^)]*[\"']" + re.escape(key) + r"[\"']")
+    for dirpath, _, files in os.walk(tests):
+        for f in files:
+            if f.endswith(".py") and pat.search(open(os.path.join(dirpath, f), encoding="utf-8").read()):
+                return os.path.join(dirpath, f)
+    return None

@@ -86,8 +86,10 @@ def _checked_prose_numbers(path):
         return len(tok.lower().split("e")[0].replace(",", "").replace(".", "").strip("+-").strip("0"))
     # a `source` number is checked to occur in its source file, which also holds many round numbers
     # (40 near 49): there a result has at least three significant digits
+    # a `copied` number is checked with its whole line, so any of them counts
     return [n for n in md.prose_numbers(str(path))
-            if n.status in ("block", "value") and sig(n.token) >= 2 or n.status == "source" and sig(n.token) >= 3]
+            if n.status in ("block", "value") and sig(n.token) >= 2 or n.status == "source" and sig(n.token) >= 3
+            or n.status == "copied"]
 
 
 @pytest.mark.parametrize("name", ["README.md", "docs/soundness.md"])
@@ -140,3 +142,29 @@ def test_prose_rules_on_a_small_document(tmp_path):
     assert md.check_prose(str(doc)) == [] and md.check_values(str(doc), {}) == []
     doc.write_text("<!-- doctest: value [math.sqrt(2)] -->\nsqrt 2 = 1.4143.\n", encoding="utf-8")
     assert md.check_values(str(doc), {})
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_one_digit_change_in_recorded_numbers_fails(path):
+    """Every number quoted from a recorded output (``copied``) fails the static check when one of its
+    digits changes, however small the number (issue 19: no quoted number goes unchecked)."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    nums = [n for n in md.prose_numbers(str(path)) if n.status == "copied"]
+    if not nums:
+        pytest.skip("no copied numbers")
+    for n in nums[:: max(1, len(nums) // 40)]:
+        k = max(i for i, c in enumerate(n.token) if c.isdigit())
+        changed = n.token[:k] + str((int(n.token[k]) + 1) % 10) + n.token[k + 1:]
+        ln = lines[n.line - 1]
+        lines2 = lines.copy()
+        lines2[n.line - 1] = ln[:n.start] + changed + ln[n.start + len(n.token):]
+        assert md.check_prose(str(path), "\n".join(lines2) + "\n"), f"{_rel(path)}:{n.line}: {n.token} -> {changed}"
+
+
+def test_no_quoted_number_is_left_unchecked():
+    """No document marks numbers as merely `measured`: each is recomputed by a doc block, a `value`
+    expression or a test (`checked`), or quoted line by line from a recorded output (`copied`)."""
+    for path in FILES:
+        kinds = {k for k, _ in md._prose_markers(str(path)).values()}
+        assert "measured" not in kinds, _rel(path)

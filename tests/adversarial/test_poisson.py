@@ -27,6 +27,7 @@ from hypothesis import given, settings, strategies as st
 
 import jaxdp.poisson as po
 from jaxdp.core.pld import Grid
+from tests import _mddoctest as md
 from tests.properties._util import gauss_curve_ref, gauss_delta_ref, n_examples
 
 mp.mp.dps = 40
@@ -244,7 +245,8 @@ def test_regression_small_delta_finite_down_to_1e15():
     (``PLD.delta_upper``) keeps it finite: above the rigorous lower bounds (one step,
     all-sampled; mpmath) and within 5% of dp_accounting's RDP accountant (an independent sound
     upper bound; its PLD accountant returns inf at 1e-15)."""
-    from dp_accounting import PoissonSampledDpEvent, GaussianDpEvent, SelfComposedDpEvent
+    from dp_accounting import GaussianDpEvent, NeighboringRelation, PoissonSampledDpEvent, SelfComposedDpEvent
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
     d = np.array([1e-12, 1e-13, 1e-14, 1e-15])
@@ -259,13 +261,22 @@ def test_regression_small_delta_finite_down_to_1e15():
                                              sampling_probability=float(q[r, 0]), num_steps=float(T[r, 0]))
             lo[r, i], up[r, i] = float(b.lower), float(b.upper)
     assert np.all(np.isfinite(up)) and np.all(lo <= up), (lo, up)
+    quoted = [lo, up]
     for r in range(2):
+        event = SelfComposedDpEvent(PoissonSampledDpEvent(q[r, 0], GaussianDpEvent(s[r, 0])), int(T[r, 0]))
         acc = rdp.RdpAccountant()
-        acc.compose(SelfComposedDpEvent(PoissonSampledDpEvent(q[r, 0], GaussianDpEvent(s[r, 0])), int(T[r, 0])))
+        acc.compose(event)
+        pld = PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE, value_discretization_interval=1e-4)
+        pld.compose(event)
         for i, di in enumerate(d):
             ref_lo = max(float(eps_one_step(di, s[r, 0], q[r, 0])[0]), float(eps_all_sampled(di, s[r, 0], q[r, 0], T[r, 0])))
             assert up[r, i] >= ref_lo * (1 - 1e-9), (r, di, up[r, i], ref_lo)
             assert up[r, i] <= 1.05 * acc.get_epsilon(di), (r, di, up[r, i], acc.get_epsilon(di))
+            quoted += [[acc.get_epsilon(di)], [pld.get_epsilon(di)] if np.isfinite(pld.get_epsilon(di)) else []]
+    # docs/soundness.md's small-delta table quotes these values (dp_accounting's PLD is inf at 1e-15)
+    values = np.concatenate([np.ravel(v) for v in quoted])
+    assert not md.doc_quotes("docs/soundness.md", "small-delta-table", values,
+                             inputs=[1, 0.01, 1000, 2, 0.5, 10, 1e-4, *d])
 
 
 @pytest.mark.xdist_group("poisson_small_eps")  # one compiled batched eps program

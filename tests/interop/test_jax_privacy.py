@@ -10,12 +10,18 @@ Number of Iterations for DP-SGD"): sigma 3, eps 2 -> 155 steps).  Tolerance 1% o
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import pytest
 
 pytest.importorskip("dp_accounting")
 accounting = pytest.importorskip("jax_privacy.accounting")
 
 from jaxdp.core.pld import Grid  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import _mddoctest as md  # noqa: E402
 from jaxdp.interop.dp_accounting import JaxdpAccountant  # noqa: E402
 from jaxdp.interop.jax_privacy import JaxdpAccountantConfig  # noqa: E402
 
@@ -40,6 +46,7 @@ def test_dpsgd_epsilon_matches_pld():
     want = _eps(accounting.PldAccountantConfig(), 3.0)
     assert got == pytest.approx(want, rel=1e-2)
     assert got == pytest.approx(3.77, abs=0.03)  # jax_privacy's doctest value (2 digits)
+    assert not md.doc_quotes("docs/interop.md", "jax-privacy-eps", [got, want], inputs=[0.1, 1e-6, 512, 3, 2**14])
     # a noise schedule: sigma 3 for 256 steps, then 4
     sched = [(0, 3.0), (256, 4.0)]
     assert _eps(JaxdpAccountantConfig(grid=G14), sched) == pytest.approx(_eps(accounting.PldAccountantConfig(), sched), rel=1e-2)
@@ -50,7 +57,9 @@ def test_calibrate_noise_multiplier():
     s_j = accounting.calibrate_noise_multiplier(
         accountant=accounting.DpsgdTrainingAccountant(dp_accountant_config=JaxdpAccountantConfig(grid=G14)), **kw)
     assert s_j == pytest.approx(9.66, rel=1e-2)  # jax_privacy's doctest value
-    assert _eps(accounting.PldAccountantConfig(), s_j) <= 1.0 + 1e-3  # feasible by dp_accounting's PLD (to calibrate's tol)
+    pld = _eps(accounting.PldAccountantConfig(), s_j)
+    assert pld <= 1.0 + 1e-3  # feasible by dp_accounting's PLD (to calibrate's tol)
+    assert not md.doc_quotes("docs/interop.md", "jax-privacy-calibrate", [s_j, pld], inputs=[1, 9.66])
 
 
 def test_calibrate_num_updates_doctest_155():

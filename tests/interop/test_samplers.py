@@ -17,6 +17,8 @@ Expected values and where they come from:
 from __future__ import annotations
 
 import itertools
+import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -26,6 +28,9 @@ import jaxdp
 from jaxdp import events as ev
 from jaxdp.core.pld import Grid
 from jaxdp.events import BallsInBins, Gaussian, RandomAllocation, SelfComposed, Shuffled
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import _mddoctest as md  # noqa: E402
 
 G12 = Grid(size=2**12)
 Z99 = 2.5758293035489  # two-sided 99% normal quantile (scipy.stats.norm.ppf(0.995))
@@ -114,6 +119,23 @@ def test_random_allocation_published_figure():
     assert float(eps.value) <= 2.4265 + 1e-3  # dp_accounting PR 414's asserted value
     assert abs(float(eps.value) / 2.4239 - 1.0) <= 5e-3  # shuffle.md: 10 epochs of M = 10
     assert float(eps.lower) <= 2.4239 + 1e-4 <= float(eps.upper) + 2e-4
+    # docs/interop.md quotes this bracket and its distance to 2.4239
+    off = 100 * abs(float(eps.value) / 2.4239 - 1.0)
+    assert not md.doc_quotes("docs/interop.md", "random-allocation-figure", [eps.lower, eps.upper, off],
+                             inputs=[2.4239, 2.4265])
+
+
+@pytest.mark.acceptance  # (four default-grid programs)
+def test_samplers_side_by_side_figures():
+    """docs/interop.md's side-by-side eps of balls-in-bins, reshuffling, random allocation and Poisson at
+    sigma = 2, 100 steps, delta = 1e-6 are what jaxdp.account returns (upper ends)."""
+    g = Gaussian(2.0)
+    events = [BallsInBins(g, 100, 10), SelfComposed(Shuffled(g, 10), 10), RandomAllocation(g, 10, 100),
+              SelfComposed(ev.PoissonSampled(0.1, g), 100)]
+    eps = [float(jaxdp.account(e).epsilon(1e-6).upper) for e in events]
+    assert eps[0] > eps[3] > eps[1] and abs(eps[1] - eps[2]) <= 1e-9 * eps[1]
+    assert not md.doc_quotes("docs/interop.md", "samplers-side-by-side", eps + [2.0 / 10**0.5],
+                             inputs=[2.0, 100, 1e-6, 10, 0.1, 2.0, 10, 100])
 
 
 # ------------------------------------------------------------------------------ Monte Carlo
