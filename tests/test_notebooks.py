@@ -11,7 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(ROOT.glob("*.ipynb"))
 FIGURES = {
     "01_shuffling.ipynb": ["shuffling_gap_vs_M.png", "shuffling_tradeoff.png", "shuffling_epochs.png",
-                           "shuffling_poisson_clt_ratio.png"],
+                           "shuffling_poisson_clt_ratio.png", "shuffling_samplers.png"],
     "02_rpp_uci.ipynb": ["rpp_uci_alpha.png", "rpp_uci_ratio.png"],
     "03_calibration_tuning.ipynb": ["calibration.png"],
     "04_dpsgd_training.ipynb": ["training.png"],

@@ -263,3 +263,42 @@ def compare(delta, sigma, rounds, epochs):
     out = {k: np.asarray(v) for k, v in out.items()}
     out.update(delta=d.ravel(), noise_multiplier=s.ravel(), num_rounds=m.ravel(), num_epochs=e.ravel())
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# compare --all-samplers: four samplers at matching settings, each accounted by jaxdp.account
+# ------------------------------------------------------------------------------------------------
+
+#: the samplers of ``jaxdp compare --all-samplers``, in table order
+SAMPLERS = ("reshuffled", "balls_in_bins", "k_of_t", "poisson")
+
+
+def sampler_events(sigma, rounds, epochs):
+    """The four events of M rounds per epoch, E epochs, T = E*M steps (each example used E times,
+    in expectation for Poisson): E reshuffled epochs, balls-in-bins with cycle length M, E of T
+    steps by random allocation, and T Poisson steps at q = 1/M (``docs/interop.md``)."""
+    from ..events import BallsInBins, Gaussian, PoissonSampled, RandomAllocation, SelfComposed, Shuffled
+
+    g, m, e = Gaussian(float(sigma)), int(rounds), int(epochs)
+    return dict(reshuffled=SelfComposed(Shuffled(g, m), e), balls_in_bins=BallsInBins(g, e * m, m),
+                k_of_t=RandomAllocation(g, e, e * m), poisson=SelfComposed(PoissonSampled(1.0 / m, g), e * m))
+
+
+def samplers(delta, cases, progress=None):
+    """Certified eps(delta) bracket of each sampler of :func:`sampler_events` for each ``(sigma, M, E)``.
+
+    Each value is ``jaxdp.account(event).epsilon(delta)`` itself, called eagerly (not batched):
+    balls-in-bins and random allocation fix their counts statically, so each (M, E) compiles its
+    own program; E reshuffled epochs and Poisson compile once.  Returns ``eps_<sampler>`` (upper
+    end) and ``eps_<sampler>_lower``, one value per case."""
+    from .. import accountant
+
+    out = {f"eps_{k}{end}": [] for k in SAMPLERS for end in ("", "_lower")}
+    for s, m, e in cases:
+        for k, event in sampler_events(s, m, e).items():
+            b = accountant.account(event).epsilon(float(delta))
+            out[f"eps_{k}"].append(float(b.upper))
+            out[f"eps_{k}_lower"].append(float(b.lower))
+        if progress is not None:
+            progress.update()
+    return {k: np.asarray(v, float) for k, v in out.items()}
