@@ -142,6 +142,9 @@ def lines(path, x, series, *, xlabel="", ylabel="", title="", logx=False, logy=F
 
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels (3x10^0 4x10^0 ...) overlap
+        xs = np.unique(np.asarray(x, float)[np.isfinite(np.asarray(x, float))])
+        if 0 < len(xs) <= 12:  # a few grid values (alpha = 2, 5, 10): label each, not just the decades
+            ax.set_xticks(xs, [f"{v:g}" for v in xs])
     if logy:
         ax.set_yscale("log")
     ax.set_title(title)

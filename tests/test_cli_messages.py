@@ -341,3 +341,18 @@ def test_reports_fit_100_columns(argv, monkeypatch, capsys):
     code, out, _ = run(argv, capsys)
     assert code == 0 and max(map(len, out.splitlines())) <= 100
     _footnotes_cover_every_na(out)
+
+
+def test_done_note_says_what_xla_did(monkeypatch):
+    """The closing progress note reports compiles and persistent-cache loads as counted from JAX's
+    monitoring events, and nothing of the kind when neither happened (a cached, fast path)."""
+    from jaxdp.cli import _runtime as rt
+
+    zero = dict(compiled=0, compiled_s=0.0, loaded=0, loaded_s=0.0)
+    monkeypatch.setattr(rt, "_COMPILES", dict(zero, compiled=2, compiled_s=12.34, hit=False, listening=True))
+    assert rt._done_note("x", 13.0, zero, True) == \
+        "x: done in 13.0 s (12.3 s compiling 2 JAX programs; later runs load them from the persistent cache)"
+    assert rt._done_note("x", 13.0, zero, False).endswith("(12.3 s compiling 2 JAX programs; the persistent cache is off)")
+    monkeypatch.setattr(rt, "_COMPILES", dict(zero, loaded=1, loaded_s=3.9, hit=False, listening=True))
+    assert rt._done_note("x", 8.7, zero, True) == "x: done in 8.7 s (3.9 s loading 1 compiled program from the persistent cache)"
+    assert rt._done_note("x", 2.5, dict(zero, loaded=1, loaded_s=3.9), True) == "x: done in 2.5 s"

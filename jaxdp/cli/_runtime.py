@@ -101,6 +101,50 @@ class _AlarmFilter:
         os.close(self.saved)
 
 
+# XLA work seen through JAX's public monitoring events: programs compiled (and their seconds), and
+# programs loaded from the persistent cache (a cache hit is announced just before its duration)
+_COMPILES = {"compiled": 0, "compiled_s": 0.0, "loaded": 0, "loaded_s": 0.0, "hit": False}
+_TINY_S = 0.1  # compiles shorter than this (small helper programs) are not worth a mention
+
+
+def _count_compiles():
+    """Count XLA compilations and persistent-cache loads, so the closing note says which happened."""
+    if _COMPILES.get("listening"):
+        return
+    from jax import monitoring
+
+    def on_event(event, **_):
+        if event == "/jax/compilation_cache/cache_hits":
+            _COMPILES["hit"] = True
+
+    def on_duration(event, secs, **_):
+        if event != "/jax/core/compile/backend_compile_duration":  # one compile, or one cache load
+            return
+        if _COMPILES["hit"]:
+            _COMPILES["loaded"] += 1
+            _COMPILES["loaded_s"] += secs
+        elif secs >= _TINY_S:
+            _COMPILES["compiled"] += 1
+            _COMPILES["compiled_s"] += secs
+        _COMPILES["hit"] = False
+
+    monitoring.register_event_listener(on_event)
+    monitoring.register_event_duration_secs_listener(on_duration)
+    _COMPILES["listening"] = True
+
+
+def _done_note(what, seconds, before, cache_on):
+    d = {k: _COMPILES[k] - before[k] for k in ("compiled", "compiled_s", "loaded", "loaded_s")}
+    parts = []
+    if d["compiled"]:
+        parts.append(f"{d['compiled_s']:.1f} s compiling {d['compiled']} JAX program{'s' * (d['compiled'] > 1)}"
+                     + ("; later runs load them from the persistent cache" if cache_on else "; the persistent cache is off"))
+    if d["loaded"]:
+        parts.append(f"{d['loaded_s']:.1f} s loading {d['loaded']} compiled program{'s' * (d['loaded'] > 1)} "
+                     "from the persistent cache")
+    return f"{what}: done in {seconds:.1f} s" + (f" ({'; '.join(parts)})" if parts else "")
+
+
 @contextlib.contextmanager
 def working(args, what):
     """Run a computation; after :data:`NOTE_AFTER_S` seconds say on stderr what is being done.
@@ -110,9 +154,13 @@ def working(args, what):
     """
     info = {"seconds": float("nan")}
     timer = None
+    cache_on = bool(cache_dir()) and not getattr(args, "no_cache", False)
+    with contextlib.suppress(ImportError, AttributeError):
+        _count_compiles()
+    before = {k: _COMPILES[k] for k in ("compiled", "compiled_s", "loaded", "loaded_s")}
     if not getattr(args, "quiet", False):
         msg = (f"{what}: compiling or computing (a first run compiles JAX programs, later runs reuse "
-               f"the persistent cache{'' if cache_dir() and not getattr(args, 'no_cache', False) else ', which is off'})")
+               f"the persistent cache{'' if cache_on else ', which is off'})")
         timer = threading.Timer(NOTE_AFTER_S, note, (args, msg))
         timer.daemon = True
         timer.start()
@@ -129,7 +177,7 @@ def working(args, what):
         if filt is not None:
             filt.close()
         if timer is not None and info["seconds"] > NOTE_AFTER_S and not math.isnan(info["seconds"]):
-            note(args, f"{what}: done in {info['seconds']:.1f} s")
+            note(args, _done_note(what, info["seconds"], before, cache_on))
 
 
 class Progress:
