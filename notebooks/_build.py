@@ -194,7 +194,7 @@ RPP = [
     ("md", "# alpha-Wasserstein Renyi Pufferfish privacy on three UCI data sets\n\n"
            "Secret: a sensitive attribute of one individual (sex, race, address); released: a numeric attribute "
            "(RAW) or a mean over n people (MEAN). `jaxdp.pufferfish.experiments` computes every method on every "
-           "pair in one vmapped call. The alpha-W conditions (Theorem 1 / tight / Theorem 2) need much less noise "
+           "pair in one compiled call. The alpha-W conditions (Theorem 1 / tight / Theorem 2) need much less noise "
            "than the W_inf baselines (Song et al., Pierquin et al.)."),
     ("code", SETUP + '''
 from jaxdp.pufferfish import experiments as ex'''),

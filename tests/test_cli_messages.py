@@ -65,7 +65,7 @@ def test_slow_computation_gets_a_note(monkeypatch, capsys):
     with _runtime.working(Args(), "test computation"):
         time.sleep(0.3)
     err = capsys.readouterr().err
-    assert "jaxdp: test computation: compiling or computing" in err and "done in" in err
+    assert "jaxdp: test computation: working" in err and "done in" in err
     Args.quiet = True
     with _runtime.working(Args(), "test computation"):
         time.sleep(0.3)

@@ -159,8 +159,8 @@ def working(args, what):
         _count_compiles()
     before = {k: _COMPILES[k] for k in ("compiled", "compiled_s", "loaded", "loaded_s")}
     if not getattr(args, "quiet", False):
-        msg = (f"{what}: compiling or computing (a first run compiles JAX programs, later runs reuse "
-               f"the persistent cache{'' if cache_on else ', which is off'})")
+        # what XLA does (compile, or load from the cache) is known only afterwards: the closing note says
+        msg = f"{what}: working (each process traces its JAX programs, then compiles them or loads them from the cache)"
         timer = threading.Timer(NOTE_AFTER_S, note, (args, msg))
         timer.daemon = True
         timer.start()
