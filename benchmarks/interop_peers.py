@@ -1,8 +1,8 @@
 """jaxdp next to its peers in one run (issue 17): jax_privacy's PLD, its Monte Carlo, pld-accounting 2.0.
 
-Run:  python benchmarks/interop_peers.py [--mc-samples N] [--only 1|2|3] > benchmarks/results/interop_peers.md
+Run:  python benchmarks/interop_peers.py [--mc-samples N] [--only 1|2|3|4] > benchmarks/results/interop_peers.md
 
-Three comparisons, printed as markdown tables (progress on stderr):
+Four comparisons, printed as markdown tables (progress on stderr):
 
 1. A two-phase DP-SGD schedule through jax_privacy 2.0 (``DpsgdTrainingAccountant``: 300 steps at
    sigma 1.0, q = 0.01, then 200 at sigma 1.5, q = 0.02, delta 1e-5) with
@@ -22,6 +22,10 @@ Three comparisons, printed as markdown tables (progress on stderr):
    whole-process wall time (``/usr/bin/time -f %e``) of one ``python -c`` call each, jaxdp with its
    persistent compilation cache off (``JAXDP_CACHE_DIR=off``) so it compiles from nothing.  Warm: the
    second call in this process.
+4. dp_accounting's ``calibrate_dp_mechanism`` (Poisson q = 0.1, 100 steps, eps 2, delta 1e-5,
+   tol 1e-4) with ``JaxdpAccountant()`` (default grid) and with dp_accounting's ``PLDAccountant``
+   (its default discretisation): sigma of both, sigma_jaxdp checked by ``PLDAccountant``, and the
+   time of a first and a second calibration of each in this process (ratio PLD / jaxdp).
 
 This process also runs with ``JAXDP_CACHE_DIR=off``, so every jaxdp "first call" includes compilation.
 Times are wall-clock on whatever machine runs it (the header prints the CPU count).
@@ -259,11 +263,43 @@ def random_allocation():
           f"[{lo_range:.5f}, {up_range:.5f}].  Acceptance asks cold ratio >= 10x and warm >= 50x.\n")
 
 
+def calibration():
+    from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent, mechanism_calibration
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+
+    from jaxdp.interop.dp_accounting import JaxdpAccountant
+
+    def event(sigma):
+        return SelfComposedDpEvent(PoissonSampledDpEvent(0.1, GaussianDpEvent(sigma)), 100)
+
+    kw = dict(target_epsilon=2.0, target_delta=1e-5, tol=1e-4)
+    rows = {}
+    for name, make in (("jaxdp `JaxdpAccountant()`", JaxdpAccountant), ("dp_accounting `PLDAccountant`", PLDAccountant)):
+        t = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            sigma = mechanism_calibration.calibrate_dp_mechanism(make, event, **kw)
+            t.append(time.perf_counter() - t0)
+        rows[name] = (sigma, t)
+        log(f"calibration {name}: sigma {sigma} in {t}")
+    (sj, tj), (sd, td) = rows.values()
+    check = PLDAccountant().compose(event(sj)).get_epsilon(1e-5)
+    print("## 4. `calibrate_dp_mechanism` with `JaxdpAccountant` vs dp_accounting's `PLDAccountant`\n")
+    print("Poisson q = 0.1, 100 steps, target eps 2 at delta 1e-5, tol 1e-4 (dp_accounting's bisection).\n")
+    print("| accountant | sigma | first calibration (s) | second calibration (s) |")
+    print("|---|---|---|---|")
+    for name, (sigma, t) in rows.items():
+        print(f"| {name} | {sigma:.6f} | {t[0]:.2f} | {t[1]:.2f} |")
+    print(f"\nrelative difference (jaxdp - PLD) / PLD: {(sj - sd) / sd:+.2e} (acceptance: within 0.5%); "
+          f"eps of sigma_jaxdp by `PLDAccountant`: {check:.6f} (target 2: {'feasible' if check <= 2.0 else 'NOT feasible'}); "
+          f"time ratio PLD / jaxdp: first calibration {td[0] / tj[0]:.2f}x, second {td[1] / tj[1]:.2f}x\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mc-samples", type=int, default=2_000_000, help="MC samples from the law with the example "
                     "(the worse direction here); a tenth as many from the other; half for the second setting")
-    ap.add_argument("--only", choices=("1", "2", "3"), default=None)
+    ap.add_argument("--only", choices=("1", "2", "3", "4"), default=None)
     a = ap.parse_args()
     import jax_privacy
     import dp_accounting
@@ -282,6 +318,8 @@ def main():
         balls_in_bins([(1.0, 1000, 100, 1e-5, n, n // 10), (2.0, 100, 10, 1e-5, n // 2, n // 20)])
     if a.only in (None, "3"):
         random_allocation()
+    if a.only in (None, "4"):
+        calibration()
 
 
 if __name__ == "__main__":
