@@ -49,9 +49,10 @@ Markers (HTML comments, invisible when rendered)
     before a paragraph or table whose numbers come from a file (a benchmark result, the code
     defining a constant or default, the test asserting a value): every number in that
     paragraph/table (up to the next blank line) that is not exempt (below) or a checked block's
-    number must occur in one of the PATHs (relative to the repository root; ``100_000`` in code
-    reads as 100000), at the printed precision. A weaker check than ``value``: a changed number
-    that also occurs in the file (a round number) still passes.
+    number must be printed in one of the PATHs (relative to the repository root): the same digits,
+    or a longer number it truncates (``0.051416`` in ``0.05141635``), or an integer written another
+    way (``1e5`` as ``100_000``). A weaker check than ``value``: a changed number that the file
+    also prints (a round number) still passes.
 ``<!-- doctest: value EXPR -->``
     before a paragraph or table whose numbers a Python expression computes: ``EXPR`` is evaluated
     after the document's python blocks, in their namespace, with ``math``, ``np``, ``imp``
@@ -517,7 +518,28 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
     text = open(path, encoding="utf-8").read() if text is None else text
     lines = text.splitlines()
     blocks = _parse_text(path, text)[0]
-    backed = np.array(sorted(_block_numbers(blocks)) or [np.nan])
+    # a prose number is backed by the checked blocks of its own section (heading to heading), so a
+    # setting changed by one digit does not pass by equalling a number printed elsewhere
+    heads, fence = [], None
+    for i, ln in enumerate(lines):
+        f = FENCE.match(ln)
+        if fence:
+            fence = None if ln.startswith(fence) else fence
+        elif f:
+            fence = f.group(1)
+        elif re.match(r"#{1,2}\s", ln):
+            heads.append(i + 1)
+    starts = [0] + heads + [len(lines) + 1]
+
+    def section(line_no):
+        return int(np.searchsorted(starts, line_no, side="right")) - 1
+
+    by_section: dict = {}
+    for b in blocks:
+        by_section.setdefault(section(b.line), []).append(b)
+    backed_of = {k: np.array(sorted(_block_numbers(v)) or [np.nan]) for k, v in by_section.items()}
+    # a section without checked blocks (an introduction summing up) is backed by the whole document's
+    empty = np.array(sorted(_block_numbers(blocks)) or [np.nan])
     regions = _regions(lines)
     ordinals = _row_ordinals(lines)
     out: list[ProseNumber] = []
@@ -571,9 +593,9 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
             elif i + 1 in regions:
                 status = "region"
             elif markers:
-                status, at = _marked_status(markers, backed, tok, line)
+                status, at = _marked_status(markers, backed_of.get(section(i + 1), empty), tok, line)
             else:
-                status = "block" if _in(backed, tok) else "unbacked"
+                status = "block" if _in(backed_of.get(section(i + 1), empty), tok) else "unbacked"
             out.append(ProseNumber(path, i + 1, tok, status, line, s, at, tuple(k[2] for k in markers)))
     return out
 
@@ -594,7 +616,7 @@ def _marked_status(markers: list, backed: np.ndarray, tok: str, text: str = "") 
     if sources and _in(backed, tok):
         return "block", sources[0][1]
     for arg, line in sources:
-        if any(_in(_source_numbers(src), tok) for src in arg.split()):
+        if any(_printed_in(src, tok) for src in arg.split()):
             return "source", line
     for kind, _, line in markers:
         if kind in ("value", "checked"):
@@ -650,6 +672,39 @@ def _copied_text(rel: str) -> str:
         ref = open(os.path.join(ROOT, rel), encoding="utf-8").read()
         _COPIED_CACHE[rel] = "\n".join(_copied_line(ln) for ln in ref.splitlines())
     return _COPIED_CACHE[rel]
+
+
+_PRINTED_CACHE: dict[str, tuple[set, list, set, set]] = {}
+
+
+def _plain(tok: str) -> str:
+    """A number as printed, normalised: no sign '+', no thousands commas, no trailing decimal zeros."""
+    tok = tok.lstrip("+").replace(",", "")
+    if "." in tok and "e" not in tok.lower():
+        tok = tok.rstrip("0").rstrip(".") if tok.rstrip("0") != tok else tok
+    return tok
+
+
+def _printed_in(rel: str, tok: str) -> bool:
+    """Whether the source file prints ``tok``: the same digits (``0.94`` in ``0.94``), or a longer
+    number that ``tok`` truncates (``0.051416`` in ``0.05141635``, ``709`` in ``709.78``), or, for
+    integers and powers of ten, the same value written another way (``1e5`` as ``100_000``).  Stricter
+    than equality at the printed precision, which let a changed digit pass whenever the changed
+    number rounded to some other number of the file."""
+    if rel not in _PRINTED_CACHE:
+        ref = re.sub(r"(?<=\d)_(?=\d)", "", open(os.path.join(ROOT, rel), encoding="utf-8").read())
+        raw = [t.lstrip("+").replace(",", "") for t in NUMBER.findall(ref)]
+        _PRINTED_CACHE[rel] = ({_plain(t) for t in raw}, raw, {_num(t) for t in raw if "." not in t}, set(raw))
+    exact, raw, whole, raw_set = _PRINTED_CACHE[rel]
+    p = tok.lstrip("+").replace(",", "")
+    if p in raw_set or ("." not in p and _plain(p) in exact):
+        return True
+    if "e" in p.lower():
+        return _num(p) in whole or any(_num(t) == _num(p) for t in raw if "e" in t.lower())
+    if "." not in p:
+        return any(t.startswith(p + ".") for t in raw) or _num(p) in whole
+    # a truncation keeps every printed digit, trailing zeros included (0.990 is not a truncation of 0.999)
+    return any(t.startswith(p) and t[len(p):].isdigit() for t in raw)
 
 
 def _source_numbers(rel: str) -> list[float]:

@@ -73,7 +73,9 @@ def test_calibrate_num_updates_doctest_155():
     steps = accounting.calibrate_num_updates(
         target_epsilon=2.0, accountant=acc, noise_multipliers=3.0, batch_sizes=1000, num_samples=10_000, target_delta=1e-6)
     assert steps == 155
-    assert _eps(JaxdpAccountantConfig(grid=G14), 3.0, steps=155) <= 2.0 < _eps(JaxdpAccountantConfig(grid=G14), 3.0, steps=156)
+    e155, e156 = (_eps(JaxdpAccountantConfig(grid=G14), 3.0, steps=k) for k in (155, 156))
+    assert e155 <= 2.0 < e156
+    assert not md.doc_quotes("docs/interop.md", "jax-privacy-steps", [steps, e155, e156], inputs=[0.1, 3, 1e-6, 2])
 
 
 # Two phases, both the noise and the batch size change: 300 steps at sigma 1.0, q = 100 / 10_000,
