@@ -28,6 +28,9 @@ def _expected(sigma, m, e, delta):
     return {k: jaxdp.account(ev).epsilon(delta) for k, ev in events.items()}
 
 
+# acceptance step: it compiles the four samplers' default-grid programs (~110 s of the README suite on
+# a CI core); docs/cli.md's console block runs the same command in the README suite
+@pytest.mark.acceptance
 def test_all_samplers_equal_account_of_the_events(capsys):
     code, out, err = run(["compare", "--sigma", "1", "--rounds", str(M), "--epochs", str(E), "--delta", "1e-5",
                           "--all-samplers", "--json", "--quiet"], capsys)
