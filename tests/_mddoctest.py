@@ -656,7 +656,6 @@ def _prose_markers(path: str, text: str | None = None) -> dict[int, tuple[str, s
     return out
 
 
-_SOURCE_CACHE: dict[str, np.ndarray] = {}
 _COPIED_CACHE: dict[str, str] = {}
 
 
@@ -680,9 +679,9 @@ _PRINTED_CACHE: dict[str, tuple[set, list, set, set]] = {}
 def _plain(tok: str) -> str:
     """A number as printed, normalised: no sign '+', no thousands commas, no trailing decimal zeros."""
     tok = tok.lstrip("+").replace(",", "")
-    if "." in tok and "e" not in tok.lower():
-        tok = tok.rstrip("0").rstrip(".") if tok.rstrip("0") != tok else tok
-    return tok
+    if "." not in tok or "e" in tok.lower() or not tok.endswith("0"):
+        return tok
+    return tok.rstrip("0").rstrip(".")
 
 
 def _printed_in(rel: str, tok: str) -> bool:
@@ -705,14 +704,6 @@ def _printed_in(rel: str, tok: str) -> bool:
         return any(t.startswith(p + ".") for t in raw) or _num(p) in whole
     # a truncation keeps every printed digit, trailing zeros included (0.990 is not a truncation of 0.999)
     return any(t.startswith(p) and t[len(p):].isdigit() for t in raw)
-
-
-def _source_numbers(rel: str) -> list[float]:
-    if rel not in _SOURCE_CACHE:
-        ref = open(os.path.join(ROOT, rel), encoding="utf-8").read()
-        ref = re.sub(r"(?<=\d)_(?=\d)", "", ref)  # 100_000 in code
-        _SOURCE_CACHE[rel] = np.array(sorted(_num(t) for t in NUMBER.findall(ref)) or [np.nan])
-    return _SOURCE_CACHE[rel]
 
 
 def _default(dotted: str, arg: str) -> Any:
