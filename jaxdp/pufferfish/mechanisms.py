@@ -11,11 +11,10 @@ Noise families: ``"laplace"`` (density :math:`e^{-|z|/b}/2b` per coordinate, = e
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
+from .._pytree import pytree_dataclass
 from .calibration import calibrate_laplace, calibrate_gaussian, calibrate_exponential_family
 
 
@@ -36,16 +35,15 @@ def sample_noise(key, shape, *, noise, scale):
     raise ValueError(f"noise must be one of ['gaussian', 'l2', 'laplace'], got {noise!r}")
 
 
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass(frozen=True)
+@pytree_dataclass(static=("noise", "method"))
 class AdditiveNoiseMechanism:
     """M(X) = f(X) + Z with Z ~ ``noise``(``scale``), calibrated for (alpha, epsilon)-RPP by ``method``."""
 
     scale: jax.Array
     alpha: jax.Array
     epsilon: jax.Array
-    noise: str = dataclasses.field(metadata=dict(static=True), default="laplace")
-    method: str = dataclasses.field(metadata=dict(static=True), default="theorem1")
+    noise: str = "laplace"
+    method: str = "theorem1"
 
     def perturb(self, key, outputs):
         """Noisy ``outputs`` (any shape; batched queries are batched outputs)."""
