@@ -51,8 +51,7 @@ Markers (HTML comments, invisible when rendered)
     paragraph/table (up to the next blank line) that is not exempt (below) or a checked block's
     number must be printed in one of the PATHs (relative to the repository root): the same digits,
     or a longer number it truncates (``0.051416`` in ``0.05141635``), or an integer written another
-    way (``1e5`` as ``100_000``). A weaker check than ``value``: a changed number that the file
-    also prints (a round number) still passes.
+    way (``1e5`` as ``100_000``); the anchors (below) pin it to one line of the file that does.
 ``<!-- doctest: value EXPR -->``
     before a paragraph or table whose numbers a Python expression computes: ``EXPR`` is evaluated
     after the document's python blocks, in their namespace, with ``math``, ``np``, ``imp``
@@ -110,11 +109,17 @@ syntactically and nothing else:
   symbol (``2 b^2``, ``2 s + 1``); constants of formulas and settings such as ``sigma = 1``.
 
 Everything else is a result: backed by a block, ``value``, ``checked``, ``source`` or ``copied``,
-or a citation (``cite``). One-digit changes: a backed
-number fails when changed unless the changed number also happens to be backed (another checked
-number of the same document, a number of the ``source`` file, an input of a ``value``
-expression); ``tests/test_docs.py`` checks this on README.md and docs/soundness.md for the result
-numbers (two or more significant digits; three for ``source``-backed ones).
+or a citation (``cite``).
+
+Anchors (``tests/doc_anchors.tsv``): the list of every prose number of the documents, in order
+(``copied`` and generated-region numbers aside, which are compared line by line), each with what
+accounts for it -- a block- or source-backed number pinned to the one line (of its section's
+checked blocks or of its source file) that prints it, a ``value``/``checked`` number to its marker,
+an exempt number to its class. ``check_prose`` requires a document's numbers to be exactly the
+listed ones and every pinned line to still print its number, so a one-digit change of any prose
+number fails (``tests/test_docs.py`` changes a sample of each document's numbers; the closing
+note's run changes every one), and so does an edit of a quoted constant in the code. After a
+deliberate edit: ``python tests/_mddoctest.py --anchors``, then review the diff of the list.
 """
 
 from __future__ import annotations
@@ -513,13 +518,11 @@ def _block_numbers(blocks: list[Block]) -> list[float]:
     return out
 
 
-def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
-    """Every number in the prose of a Markdown file, with how it is accounted for."""
-    text = open(path, encoding="utf-8").read() if text is None else text
-    lines = text.splitlines()
-    blocks = _parse_text(path, text)[0]
-    # a prose number is backed by the checked blocks of its own section (heading to heading), so a
-    # setting changed by one digit does not pass by equalling a number printed elsewhere
+def _sections(lines: list[str], blocks: list[Block]):
+    """(line -> section index, {section: its blocks}); sections run from a #/## heading to the next.
+
+    A prose number is backed by the checked blocks of its own section, so a setting changed by one
+    digit does not pass by equalling a number printed elsewhere."""
     heads, fence = [], None
     for i, ln in enumerate(lines):
         f = FENCE.match(ln)
@@ -537,7 +540,16 @@ def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
     by_section: dict = {}
     for b in blocks:
         by_section.setdefault(section(b.line), []).append(b)
-    backed_of = {k: np.array(sorted(_block_numbers(v)) or [np.nan]) for k, v in by_section.items()}
+    return section, by_section
+
+
+def prose_numbers(path: str, text: str | None = None) -> list[ProseNumber]:
+    """Every number in the prose of a Markdown file, with how it is accounted for."""
+    text = open(path, encoding="utf-8").read() if text is None else text
+    lines = text.splitlines()
+    blocks = _parse_text(path, text)[0]
+    section, section_blocks = _sections(lines, blocks)
+    backed_of = {k: np.array(sorted(_block_numbers(v)) or [np.nan]) for k, v in section_blocks.items()}
     # a section without checked blocks (an introduction summing up) is backed by the whole document's
     empty = np.array(sorted(_block_numbers(blocks)) or [np.nan])
     regions = _regions(lines)
@@ -626,7 +638,8 @@ def _marked_status(markers: list, backed: np.ndarray, tok: str, text: str = "") 
 
 def check_prose(path: str, text: str | None = None) -> list[str]:
     """Static part of the prose check: every number is exempt, backed by a block, marked, or (for
-    ``source``) occurs in the source file; ``value`` paragraphs are checked by ``check_values``."""
+    ``source``) occurs in the source file, and (for the project's documents) is the number pinned at
+    its place in tests/doc_anchors.tsv; ``value`` paragraphs are checked by ``check_values``."""
     nums = prose_numbers(path, text)
     markers = _prose_markers(path, text)
     errors, seen = [], set()
@@ -642,6 +655,8 @@ def check_prose(path: str, text: str | None = None) -> list[str]:
         elif n.status == "source-missing":
             paths = " or ".join(markers[n.marker][1].split())
             errors.append(f"{n.path}:{n.line}: {n.token} does not occur in {paths}")
+    if not errors and os.path.abspath(path) in doc_files():
+        errors += check_anchors(path, text)
     return errors
 
 
@@ -684,17 +699,14 @@ def _plain(tok: str) -> str:
     return tok.rstrip("0").rstrip(".")
 
 
-def _printed_in(rel: str, tok: str) -> bool:
-    """Whether the source file prints ``tok``: the same digits (``0.94`` in ``0.94``), or a longer
-    number that ``tok`` truncates (``0.051416`` in ``0.05141635``, ``709`` in ``709.78``), or, for
-    integers and powers of ten, the same value written another way (``1e5`` as ``100_000``).  Stricter
-    than equality at the printed precision, which let a changed digit pass whenever the changed
-    number rounded to some other number of the file."""
-    if rel not in _PRINTED_CACHE:
-        ref = re.sub(r"(?<=\d)_(?=\d)", "", open(os.path.join(ROOT, rel), encoding="utf-8").read())
-        raw = [t.lstrip("+").replace(",", "") for t in NUMBER.findall(ref)]
-        _PRINTED_CACHE[rel] = ({_plain(t) for t in raw}, raw, {_num(t) for t in raw if "." not in t}, set(raw))
-    exact, raw, whole, raw_set = _PRINTED_CACHE[rel]
+def _printed_sets(text: str) -> tuple[set, list, set, set]:
+    text = re.sub(r"(?<=\d)_(?=\d)", "", text)
+    raw = [t.lstrip("+").replace(",", "") for t in NUMBER.findall(text)]
+    return {_plain(t) for t in raw}, raw, {_num(t) for t in raw if "." not in t}, set(raw)
+
+
+def _prints(sets: tuple[set, list, set, set], tok: str) -> bool:
+    exact, raw, whole, raw_set = sets
     p = tok.lstrip("+").replace(",", "")
     if p in raw_set or ("." not in p and _plain(p) in exact):
         return True
@@ -704,6 +716,17 @@ def _printed_in(rel: str, tok: str) -> bool:
         return any(t.startswith(p + ".") for t in raw) or _num(p) in whole
     # a truncation keeps every printed digit, trailing zeros included (0.990 is not a truncation of 0.999)
     return any(t.startswith(p) and t[len(p):].isdigit() for t in raw)
+
+
+def _printed_in(rel: str, tok: str) -> bool:
+    """Whether the source file prints ``tok``: the same digits (``0.94`` in ``0.94``), or a longer
+    number that ``tok`` truncates (``0.051416`` in ``0.05141635``, ``709`` in ``709.78``), or, for
+    integers and powers of ten, the same value written another way (``1e5`` as ``100_000``).  Stricter
+    than equality at the printed precision, which let a changed digit pass whenever the changed
+    number rounded to some other number of the file."""
+    if rel not in _PRINTED_CACHE:
+        _PRINTED_CACHE[rel] = _printed_sets(open(os.path.join(ROOT, rel), encoding="utf-8").read())
+    return _prints(_PRINTED_CACHE[rel], tok)
 
 
 def _default(dotted: str, arg: str) -> Any:
@@ -796,3 +819,138 @@ def _checked_by(key: str) -> str | None:
             if f.endswith(".py") and pat.search(open(os.path.join(dirpath, f), encoding="utf-8").read()):
                 return os.path.join(dirpath, f)
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# anchors: each block- or source-backed prose number pinned to the line that states it
+# ------------------------------------------------------------------------------------------------
+#
+# "Printed somewhere in the file" lets a changed digit pass whenever the file also prints the
+# changed number (0.3 -> 0.4 in a module full of constants), and a ``value`` paragraph accepts a
+# setting changed into another input.  tests/doc_anchors.tsv lists every prose number of the
+# documents, in order (``copied`` and generated ones aside: they are compared line by line), each
+# with what accounts for it: a block- or source-backed number is pinned to one line of its source
+# file or of its section's checked blocks, which must still exist and print it; a ``value`` or
+# ``checked`` number to its marker (the dynamic check compares it); an exempt one (a reference, a
+# version, a code span) to its class.  A document's numbers must be exactly the listed ones, so a
+# one-digit change anywhere in its prose fails, and so does a change of a constant in the code that
+# the document quotes.  After editing a document or a pinned line: ``python tests/_mddoctest.py
+# --anchors``, and review the diff (each row shows what the number is pinned to).
+
+ANCHORS = os.path.join(ROOT, "tests", "doc_anchors.tsv")
+_WORD = re.compile(r"[a-z_][a-z_]+")
+
+
+def _squash(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _rel_doc(path: str) -> str:
+    return os.path.relpath(os.path.abspath(path), ROOT)
+
+
+_LINES_CACHE: dict[str, list] = {}
+
+
+def _source_lines(rel: str) -> list[tuple[str, tuple]]:
+    """(whitespace-squashed line, its printed numbers) for each line of a file that has a number."""
+    if rel not in _LINES_CACHE:
+        lines = open(os.path.join(ROOT, rel), encoding="utf-8").read().splitlines()
+        _LINES_CACHE[rel] = [(_squash(ln), _printed_sets(ln)) for ln in lines if re.search(r"\d", ln)]
+    return _LINES_CACHE[rel]
+
+
+def _candidates(n: ProseNumber, lines: list[str], blocks: list[Block], markers: dict) -> list[tuple[str, str]]:
+    """What may account for ``n``: for a block- or source-backed number the lines that print it
+    (file, whitespace-squashed line), in file order; otherwise its one status (``value`` and
+    ``checked`` with the marker's argument, ``exempt`` with its class)."""
+    kind, _, detail = n.status.partition(":")
+    if kind in ("value", "checked", "cite"):
+        return [(kind, _squash(markers[n.marker][1]))]
+    if kind not in ("source", "block"):
+        return [(kind, detail)]
+    out = []
+    if kind == "source":
+        for k in n.paragraph:
+            mkind, arg = markers[k]
+            for src in arg.split() if mkind == "source" else []:
+                out += [(src, ln) for ln, sets in _source_lines(src) if _prints(sets, n.token)]
+        return out
+    section, by_section = _sections(lines, blocks)
+    own = by_section.get(section(n.line)) or blocks
+    for b in own:
+        if b.info in ("console", "python") and not (b.marker and b.marker[0] == "skip"):
+            for ln in b.text.splitlines():
+                vals = np.array(sorted(_num(t) for t in NUMBER.findall(ln)) or [np.nan])
+                if _in(vals, n.token):
+                    out.append((_rel_doc(n.path), _squash(ln)))
+    return out
+
+
+def _pinned(path: str, text: str | None = None) -> list[tuple[ProseNumber, list[tuple[str, str]]]]:
+    """Every prose number but the ``copied`` and generated-region ones (those are compared line by
+    line with their files already), with what may account for it."""
+    text = open(path, encoding="utf-8").read() if text is None else text
+    lines, blocks, markers = text.splitlines(), _parse_text(path, text)[0], _prose_markers(path, text)
+    return [(n, _candidates(n, lines, blocks, markers)) for n in prose_numbers(path, text)
+            if n.status not in ("copied", "region")]
+
+
+def _read_anchors() -> dict[str, list[tuple[str, str, str]]]:
+    out: dict = {}
+    if os.path.exists(ANCHORS):
+        for row in open(ANCHORS, encoding="utf-8").read().splitlines():
+            doc, tok, src, line = row.split("\t")
+            out.setdefault(doc, []).append((tok, src, line))
+    return out
+
+
+def check_anchors(path: str, text: str | None = None) -> list[str]:
+    """The document's prose numbers are the listed ones, each still accounted for as listed."""
+    rel = _rel_doc(path)
+    pins = _read_anchors().get(rel, [])
+    nums = _pinned(path, text)
+    hint = "; after a deliberate edit run `python tests/_mddoctest.py --anchors` and review the diff"
+    errors = []
+    for i, (n, cands) in enumerate(nums):
+        if i >= len(pins) or pins[i][0] != n.token:
+            errors.append(f"{rel}:{n.line}: {n.token} is not the number pinned at this place in "
+                          f"tests/doc_anchors.tsv ({pins[i][0] if i < len(pins) else 'none'}){hint}")
+            break
+        if pins[i][1:] not in cands:
+            errors.append(f"{rel}:{n.line}: {n.token}: pinned to {pins[i][1]} {pins[i][2][:80]!r}, which no "
+                          f"longer accounts for it{hint}")
+    if not errors and len(pins) > len(nums):
+        errors.append(f"{rel}: tests/doc_anchors.tsv pins {len(pins) - len(nums)} more number(s) than the "
+                      f"document has (first: {pins[len(nums)][0]}){hint}")
+    return errors
+
+
+def write_anchors(files: list[str]) -> None:
+    """List every number, a backed one pinned to the candidate line sharing most words with its own."""
+    rows = []
+    for path in files:
+        for n, cands in _pinned(path):
+            if not cands:
+                continue  # check_prose reports it
+            words = set(_WORD.findall(n.context.lower()))
+            best = max(cands, key=lambda c: len(words & set(_WORD.findall(c[1].lower()))))
+            rows.append("\t".join((_rel_doc(path), n.token) + best))
+    with open(ANCHORS, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(rows) + "\n")
+
+
+def doc_files() -> list[str]:
+    """README.md and every docs/*.md: the documents the harness checks."""
+    import glob
+
+    return [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--anchors"]:
+        raise SystemExit("usage: python tests/_mddoctest.py --anchors  (rewrite tests/doc_anchors.tsv)")
+    write_anchors(doc_files())
+    print(f"wrote {ANCHORS}")
