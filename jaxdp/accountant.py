@@ -62,6 +62,9 @@ def _flat(event, neighboring):
 
 
 def _plds(comps, grid, delta=None):
+    # tabulate each law once for both directions (compose's own prepare() is then a no-op): half
+    # the program to compile for the tabulated laws (shuffled)
+    comps = [(m.prepare(), k) for m, k in comps]
     kw = {}
     if delta is not None and grid.num_stages() == 2:
         steps = sum(k.astype(jnp.float64) for _, k in comps)

@@ -215,21 +215,18 @@ class GridLaw(NamedTuple):
     diag: jax.Array  # the resolution diagnostic that ``resolved`` thresholds
 
 
-def _log_sf_y(y, s):
-    """log P(Y > y), Y = e^{sZ - s^2/2}."""
-    return jax.scipy.special.log_ndtr(-(jnp.log(y) + 0.5 * s * s) / s)
-
-
-def _log_sf_yq(y, s):
-    """log P(Y' > y), Y' = e^{sZ + s^2/2} (tilted summand)."""
-    return jax.scipy.special.log_ndtr(-(jnp.log(y) - 0.5 * s * s) / s)
-
-
 def jump_tail(x, s, m, sqrt_m):
-    """One-big-jump approximations of P(U > x), Q(U > x) for large x (U units)."""
+    """One-big-jump approximations of P(U > x), Q(U > x) for large x (U units).
+
+    With Y = e^{sZ - s^2/2} and its tilt Y' = e^{sZ + s^2/2}: P(U > x) ~ M P(Y > y) and
+    Q(U > x) ~ P(Y' > y) + (M - 1) P(Y > y), y = 1 + sqrt(M) x."""
     y = jnp.maximum(1.0 + sqrt_m * x, 1e-300)
-    lp = jnp.log(m) + _log_sf_y(y, s)
-    lq = jnp.logaddexp(_log_sf_yq(y, s), jnp.log(jnp.maximum(m - 1.0, 1e-300)) + _log_sf_y(y, s))
+    # log P(Y > y) and log P(Y' > y) in one log_ndtr call (a large program per call)
+    ly = jnp.log(y)
+    both = jax.scipy.special.log_ndtr(-(jnp.stack([ly + 0.5 * s * s, ly - 0.5 * s * s])) / s)
+    lsf_y, lsf_yq = both[0], both[1]
+    lp = jnp.log(m) + lsf_y
+    lq = jnp.logaddexp(lsf_yq, jnp.log(jnp.maximum(m - 1.0, 1e-300)) + lsf_y)
     return jnp.exp(lp), jnp.exp(lq)
 
 
@@ -574,18 +571,23 @@ def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, bl
 # ---------------------------------------------------------------- interpolation
 
 
-def _lagrange6(values, pos, n):
-    """6-point Lagrange interpolation of ``values`` (valid on 0..n-1) at real positions ``pos``."""
+# 6-point Lagrange weights w_a(t) = prod_{b != a} (t - b) / (a - b): the factor indices and the
+# constant denominators, so the weights are one gather and four products for any array of points
+_LAG_OTHERS = np.array([[b for b in range(6) if b != a] for a in range(6)])
+_LAG_DENOM = np.array([np.prod([a - b for b in range(6) if b != a]) for a in range(6)], dtype=np.float64)
+
+
+def _lagrange6(tables, pos, n):
+    """6-point Lagrange interpolation of each table in ``tables`` (valid on 0..n-1) at real positions ``pos``.
+
+    The tables share the stencil, so the weights are computed once (vectorised over the six nodes:
+    a small program to compile, whatever the number of tables)."""
     i0 = jnp.clip(jnp.floor(pos).astype(jnp.int32) - 2, 0, n - 6)
-    t = pos - i0
-    out = jnp.zeros_like(pos)
-    for a in range(6):
-        wa = jnp.ones_like(pos)
-        for b in range(6):
-            if b != a:
-                wa = wa * (t - b) / (a - b)
-        out = out + wa * values[i0 + a]
-    return out
+    d = (pos - i0)[..., None] - jnp.arange(6.0)
+    g = d[..., _LAG_OTHERS]
+    w = g[..., 0] * g[..., 1] * g[..., 2] * g[..., 3] * g[..., 4] / _LAG_DENOM
+    idx = i0[..., None] + jnp.arange(6)
+    return tuple(jnp.sum(values[idx] * w, axis=-1) for values in tables)
 
 
 def _position(law: GridLaw, x):
@@ -612,18 +614,18 @@ def cdf_sf_at(law: GridLaw, x):
     pos = _position(law, x)
     posc = jnp.clip(pos, 0.0, n - 1.0)
     out = []
+    interp = _lagrange6((law.cdf_p, law.sf_p, law.cdf_q, law.sf_q), posc, n)
+    beyond = pos > n - 1.0
+    # finite stand-in for x = +inf (set exactly below): jump_tail(inf) has a NaN derivative
+    tails = jump_tail(jnp.where(beyond, jnp.minimum(x, 1e250), law.x_end), law.s, law.m, law.sqrt_m)
     for cdf, sf, ratio, which in (
         (law.cdf_p, law.sf_p, law.ratio_p, 0),
         (law.cdf_q, law.sf_q, law.ratio_q, 1),
     ):
-        s_int = jnp.clip(_lagrange6(sf, posc, n), 0.0, 1.0)
-        c_int = jnp.clip(_lagrange6(cdf, posc, n), 0.0, 1.0)
+        c_int, s_int = (jnp.clip(v, 0.0, 1.0) for v in interp[2 * which : 2 * which + 2])
         sfv = jnp.where(s_int <= 0.5, s_int, 1.0 - c_int)
         cdv = jnp.where(c_int <= 0.5, c_int, 1.0 - s_int)
-        beyond = pos > n - 1.0
-        # finite stand-in for x = +inf (set exactly below): jump_tail(inf) has a NaN derivative
-        xt = jnp.where(beyond, jnp.minimum(x, 1e250), law.x_end)
-        tail = jnp.minimum(jump_tail(xt, law.s, law.m, law.sqrt_m)[which] * ratio, sf[n - 1])
+        tail = jnp.minimum(tails[which] * ratio, sf[n - 1])
         sfv = jnp.where(pos < 0.0, 1.0, jnp.where(beyond, tail, sfv))
         cdv = jnp.where(pos < 0.0, 0.0, jnp.where(beyond, 1.0 - tail, cdv))
         sfv = jnp.where(jnp.isposinf(x), 0.0, sfv)
