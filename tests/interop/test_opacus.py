@@ -1,6 +1,7 @@
 """jaxdp.interop.opacus against Opacus 1.6.0 (issue 17): ``PrivacyEngine(accountant="jaxdp")``.
 
-Skipped where opacus or torch is not installed (CI installs neither: ``pip install jaxdp[opacus]``).
+Skipped where opacus or torch is not installed (``pip install jaxdp[opacus]``); ``.ci/run`` installs both
+after the README suite and runs this file on its own.
 
 Reference values (the constants below) are Opacus 1.6.0's own accountants on the history of the
 training run of :func:`test_privacy_engine_trains_with_jaxdp` -- ``[(1.0, 0.25, 8)]``: noise
