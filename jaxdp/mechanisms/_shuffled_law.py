@@ -618,10 +618,7 @@ def cdf_sf_at(law: GridLaw, x):
     beyond = pos > n - 1.0
     # finite stand-in for x = +inf (set exactly below): jump_tail(inf) has a NaN derivative
     tails = jump_tail(jnp.where(beyond, jnp.minimum(x, 1e250), law.x_end), law.s, law.m, law.sqrt_m)
-    for cdf, sf, ratio, which in (
-        (law.cdf_p, law.sf_p, law.ratio_p, 0),
-        (law.cdf_q, law.sf_q, law.ratio_q, 1),
-    ):
+    for sf, ratio, which in ((law.sf_p, law.ratio_p, 0), (law.sf_q, law.ratio_q, 1)):
         c_int, s_int = (jnp.clip(v, 0.0, 1.0) for v in interp[2 * which : 2 * which + 2])
         sfv = jnp.where(s_int <= 0.5, s_int, 1.0 - c_int)
         cdv = jnp.where(c_int <= 0.5, c_int, 1.0 - s_int)
