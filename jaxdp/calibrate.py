@@ -51,6 +51,7 @@ import numpy as np
 from jax import lax
 
 from . import _config  # noqa: F401  (float64: deltas of 1e-10, roots to 1e-10 relative)
+from .accountant import account
 from ._validate import check, check_broadcast, check_choice, is_traced
 from .core import pld as _pld
 from ._pytree import pytree_dataclass
@@ -1080,6 +1081,98 @@ def rpp_scale(samples_i, samples_j, *, alpha, epsilon, noise="laplace", weights_
 # ------------------------------------------------------------------------------------------------
 
 
+# ------------------------------------------------------------------------------------------------
+# any event: the accountant is jaxdp.account
+# ------------------------------------------------------------------------------------------------
+
+
+def _event_eps(build, neighboring, grid):
+    """``account(build(x, params)).epsilon(delta).value``: the certified upper end, as a user reads it."""
+    def fn(x, p):
+        delta, params = p
+        return account(build(x, params), neighboring=neighboring, grid=grid).epsilon(delta).value
+
+    return fn
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "build", "decreasing", "lower_limit", "upper_limit", "log_scale", "integer", "neighboring", "grid",
+    "search_grid", "rtol", "max_steps"))
+def _event_core(eps, delta, params, lower, upper, *, build, decreasing, lower_limit, upper_limit, log_scale,
+                integer, neighboring, grid, search_grid, rtol, max_steps):
+    fn = _event_eps(build, neighboring, search_grid)
+    cert = None if search_grid == grid else _event_eps(build, neighboring, grid)
+    return _solve_traced(fn, eps, (delta, params), lower, upper, decreasing=decreasing, lower_limit=lower_limit,
+                         upper_limit=upper_limit, log_scale=log_scale, integer=integer, rtol=rtol, atol=0.0,
+                         max_steps=max_steps, max_expand=64, growth=2.0, certify_fn=cert,
+                         certify_margin=_CERTIFY_MARGIN if cert is not None else 0.0, report_limit=True)
+
+
+def event_parameter(build: Callable[[jax.Array, Any], Any], *, epsilon, delta, decreasing: bool, lower, upper,
+                    params: Any = None, lower_limit: float = 0.0, upper_limit: float = math.inf,
+                    log_scale: bool = True, integer: bool = False, neighboring: str = "add_remove", grid=None,
+                    search_grid=None, rtol: float = 1e-8, max_steps: int = 100, throw: bool = True) -> Solution:
+    r"""The extreme parameter x of an event family meeting a privacy target, for any event.
+
+    ``build(x, params)`` returns a :mod:`jaxdp.events` tree (e.g. ``lambda s, p: SelfComposed(
+    PoissonSampled(p, Gaussian(s)), 1000)``); the constraint is the certified
+    ``jaxdp.account(build(x, params), neighboring=neighboring, grid=grid).epsilon(delta).value <=
+    epsilon``, i.e. exactly the number a user reads from :func:`jaxdp.account`.  ``decreasing=True``
+    (x is a noise level: more x, less leakage) returns the **smallest** feasible x, ``False`` (x is a
+    count of steps or epochs) the **largest**; ``integer=True`` searches integers.  The search is
+    :func:`solve` (bracket expansion from ``[lower, upper]`` within ``[lower_limit, upper_limit]``,
+    then Chandrupatla), so the answer is a point at which the constraint was *evaluated* feasible.
+
+    ``search_grid``: a cheaper grid for the search; its answer is then certified on ``grid`` (one
+    evaluation, moving toward the safe side if it fails there, with a 1e-4 relative margin on
+    epsilon), so feasibility is always decided by ``grid``.
+
+    Scalar ``epsilon`` / ``delta`` (use :func:`jax.vmap` for batches).  Gradients with respect to
+    ``epsilon``, ``delta`` and every leaf of ``params`` by the implicit-function theorem at the
+    answer (real problems; an integer answer or one held at a range limit has derivative 0).  A
+    result that is not SUCCESSFUL raises :class:`CalibrationError` eagerly (``throw=True``); under
+    ``jit`` the value is then NaN.
+
+    Example (a two-phase schedule whose noise is scaled together; no closed form exists)::
+
+        >>> from jaxdp.events import Composed, Gaussian, PoissonSampled, SelfComposed
+        >>> def schedule(s, p):
+        ...     return Composed((SelfComposed(PoissonSampled(0.01, Gaussian(s)), 500),
+        ...                      SelfComposed(PoissonSampled(0.02, Gaussian(1.5 * s)), 300)))
+        >>> sol = event_parameter(schedule, epsilon=2.0, delta=1e-5, decreasing=True, lower=0.5, upper=2.0)  # doctest: +SKIP
+    """
+    if not callable(build):
+        raise TypeError(f"build must be a callable build(x, params) -> event, got {type(build).__name__}")
+    check_choice("neighboring", neighboring, ("add_remove", "replace_one"))
+    e, oke = check("epsilon", epsilon, lo=0.0, lo_open=True)
+    d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    for name, v in (("epsilon", e), ("delta", d)):
+        if jnp.ndim(v) != 0:
+            raise ValueError(f"{name} must be a scalar (vmap event_parameter for batches), got shape {jnp.shape(v)}")
+    lo_l, up_l = float(lower_limit), float(upper_limit)
+    if not lo_l < up_l:
+        raise ValueError(f"lower_limit must be below upper_limit, got [{lo_l}, {up_l}]")
+    if log_scale and lo_l < 0.0:
+        raise ValueError(f"log_scale=True needs lower_limit >= 0, got {lo_l}")
+    if not is_traced(lower) and not is_traced(upper):
+        for name, v in (("lower", lower), ("upper", upper)):
+            x = float(v)
+            if not (lo_l <= x <= up_l and (x > 0.0 or not log_scale)):
+                raise ValueError(f"{name} must be in [lower_limit, upper_limit] = [{lo_l}, {up_l}]"
+                                 f"{' and > 0 (log_scale)' if log_scale else ''}, got {x}")
+    # the family's structure and default grid, eagerly (an unsupported event is named here)
+    probe = account(build(jnp.asarray(lower, jnp.float64), params), neighboring=neighboring, grid=grid)
+    grid = probe.grid
+    search_grid = grid if search_grid is None else search_grid
+    if not isinstance(search_grid, _pld.Grid):
+        raise TypeError(f"search_grid must be a jaxdp.core.pld.Grid or None, got {type(search_grid).__name__}")
+    sol = _event_core(jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), params, lower, upper, build=build,
+                      decreasing=bool(decreasing), lower_limit=lo_l, upper_limit=up_l, log_scale=bool(log_scale),
+                      integer=bool(integer), neighboring=neighboring, grid=grid, search_grid=search_grid,
+                      rtol=float(rtol), max_steps=int(max_steps))
+    return _finalize(sol, oke & okd, throw, "event_parameter calibration")
+
+
 def noise_multiplier(*, epsilon, delta, sampling="poisson", num_steps=None, sampling_probability=None,
                      num_rounds=None, num_epochs=1):
     r"""Smallest noise multiplier sigma meeting (``epsilon``, ``delta``).
@@ -1122,4 +1215,5 @@ __all__ = [
     "solve", "Solution", "RESULTS", "SUCCESSFUL", "INFEASIBLE", "MAX_STEPS", "NONFINITE", "CalibrationError",
     "CALIBRATION_GRID", "noise_multiplier", "rounds", "rounds_solution", "samples", "epochs",
     "poisson_noise_multiplier", "shuffle_noise_multiplier", "noise_multiplier_for_mu", "rpp_scale",
+    "event_parameter",
 ]
