@@ -51,6 +51,7 @@ import numpy as np
 from jax import lax
 
 from . import _config  # noqa: F401  (float64: deltas of 1e-10, roots to 1e-10 relative)
+from . import closed_forms as _cf
 from .accountant import account
 from ._validate import check, check_broadcast, check_choice, is_traced
 from .core import pld as _pld
@@ -559,11 +560,7 @@ def _poisson_remove_delta_lower(eps, sigma, q, steps):
 
 def _gaussian_delta_lower(eps, mu):
     """delta(eps) of G_mu (Dong, Roth & Su 2022, Cor. 2.13), in the log domain (eps may be large)."""
-    from jax.scipy.special import log_ndtr
-
-    la = log_ndtr(-eps / mu + mu / 2)
-    lb = eps + log_ndtr(-eps / mu - mu / 2)
-    return jnp.exp(_log_sub(la, lb))
+    return jnp.exp(_log_sub(*_cf.gaussian_log_delta_terms(eps, mu)))
 
 
 def _consistent_eps(eps_acc, delta, delta_lower):
@@ -588,11 +585,8 @@ def _shuffle_mu_linear(sigma, m, epochs):
 
 def _shuffle_gap_lower(sigma, m, epochs):
     """Linear-test lower bound on the E-epoch shuffled gap: 2 Phi(mu / 2) - 1 (shuffle spec, section 2)."""
-    from jax.scipy.special import erf
-
     sg = jax.lax.stop_gradient
-    mu = _shuffle_mu_linear(sg(sigma), sg(m), sg(epochs))
-    return erf(mu / (2.0 * math.sqrt(2.0)))
+    return _cf.gaussian_tv(_shuffle_mu_linear(sg(sigma), sg(m), sg(epochs)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -644,18 +638,11 @@ def _certifier(direction, grid, search):
 _OPTS = ("rtol", "max_steps", "direction", "grid", "search_grid", "sigma_range")
 
 
-def _gdp_delta(eps, mu):
-    """delta(eps) of the Gaussian trade-off G_mu (Dong, Roth & Su 2022, Cor. 2.13)."""
-    from jax.scipy.special import ndtr
-
-    return ndtr(-eps / mu + mu / 2) - jnp.exp(eps) * ndtr(-eps / mu - mu / 2)
-
-
 def _poisson_sigma_guess(eps, delta, q, steps):
     """Starting point only (the solve is certified): the sigma whose Bu et al. CLT mu meets (eps, delta)."""
     sg = jax.lax.stop_gradient
     eps, delta, q, steps = sg(eps), sg(delta), sg(q), sg(steps)
-    mu = _solve_impl(lambda m, p: _gdp_delta(p[0], m), delta, (eps,), 0.5, 2.0, decreasing=False,
+    mu = _solve_impl(lambda m, p: _cf.gaussian_delta(p[0], m), delta, (eps,), 0.5, 2.0, decreasing=False,
                      lower_limit=1e-4, upper_limit=100.0, log_scale=True, integer=False, rtol=1e-6, atol=0.0,
                      max_steps=60, max_expand=40, growth=2.0)[0]
     s0 = 1.0 / jnp.sqrt(jnp.log1p(mu**2 / (q**2 * steps)))
@@ -991,14 +978,10 @@ def epochs(*, noise_multiplier, epsilon=None, delta=None, delta_gap=None, sampli
 def _mu_fn(sampling):
     if sampling == "poisson":
         def fn(sigma, p):
-            q, t = p
-            # Bu, Dong, Long & Su: mu = q sqrt(T (e^{1/sigma^2} - 1)) (as jaxdp.poisson.mu_clt_bu, real T)
-            return q * jnp.sqrt(t * jnp.expm1(1.0 / sigma**2))
+            return _cf.poisson_clt_mu(sigma, *p)  # real T
     else:
         def fn(sigma, p):
-            m, e_ = p
-            # mu_E = sqrt(E (e^{1/sigma^2} - 1) / M)  (shuffle spec, section 4)
-            return jnp.sqrt(e_ * jnp.expm1(1.0 / sigma**2) / m)
+            return _cf.shuffle_clt_mu(sigma, *p)
     return fn
 
 

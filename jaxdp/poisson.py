@@ -20,12 +20,13 @@ import jax
 import jax.numpy as jnp
 
 from . import _config  # noqa: F401
+from . import closed_forms as _cf
 from ._batch import broadcast_map
 from ._validate import check, check_broadcast, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
 from .mechanisms.gaussian import SubsampledGaussian
-from ._special import log_ndtr as _log_ndtr, ndtr as _ndtr
+from ._special import log_ndtr as _log_ndtr
 from jax.scipy.special import ndtri as _ndtri
 
 ADJACENCY = "add/remove one example (Poisson subsampling)"
@@ -89,14 +90,8 @@ Bracket = _pld.Bracket
 _REL = 1e-12
 
 
-def _gauss_terms(eps, mu):
-    a = _ndtr(-eps / mu + mu / 2)
-    b = jnp.exp(eps + _log_ndtr(-eps / mu - mu / 2))
-    return a, b
-
-
 def _gauss_margins(eps, mu):
-    """Relative error allowances of the two terms of :func:`_gauss_terms`.
+    """Relative error allowances of the two terms of :func:`jaxdp.closed_forms.gaussian_delta_terms`.
 
     The arguments z = -eps/mu -+ mu/2 carry an absolute rounding error of a few ulps of
     |eps/mu| + mu/2; Phi and log Phi turn an argument error e into a relative error of at most
@@ -114,7 +109,7 @@ def _gauss_margins(eps, mu):
 
 def _gauss_delta_bounds(eps, mu):
     """(lower, upper) on delta_G(eps) of G_mu, in the log domain (eps may be huge)."""
-    a, b = _gauss_terms(eps, mu)
+    a, b = _cf.gaussian_delta_terms(eps, mu)
     ra, rb = _gauss_margins(eps, mu)
     lo = jnp.clip(a * (1 - ra) - b * (1 + rb), 0.0, 1.0)
     up = jnp.clip(a * (1 + ra) - b * (1 - rb), 0.0, 1.0)
@@ -148,7 +143,7 @@ def _gauss_eps_bounds(delta, mu, iters: int = 120):
 def _implicit(e, delta, mu):
     """``e`` (a root of delta_G(., mu) = delta, as a constant) with the implicit-function gradient."""
     e = jax.lax.stop_gradient(e)
-    a, b = _gauss_terms(e, mu)
+    a, b = _cf.gaussian_delta_terms(e, mu)
     g = a - b - delta
     dg = jax.lax.stop_gradient(-b)
     dg = jnp.where(dg < 0, dg, -1.0)
@@ -194,7 +189,7 @@ def _curve_upper_guard(a, s, q, t, direction):
     s, q, t = (jax.lax.stop_gradient(x) for x in (s, q, t))
     cands = jnp.maximum(jnp.stack([t, jnp.floor(t**0.75), jnp.floor(t**0.5), jnp.floor(t**0.25), jnp.ones_like(t)]), 1.0)
     mus = (jnp.sqrt(cands) / s).reshape((-1,) + (1,) * a.ndim)
-    g = _tf_gauss(a[None, ...], mus)
+    g = _cf.gaussian_curve(a[None, ...], mus)
     g = jnp.minimum(g * (1 + _curve_margin(a[None, ...], mus)), 1.0)
     qm = jnp.exp(cands * jnp.log(q)).reshape((-1,) + (1,) * a.ndim)
     if direction == "add":
@@ -202,22 +197,18 @@ def _curve_upper_guard(a, s, q, t, direction):
         # f_add <= u^{-1} with u(a) = 1 - c (1 - G(a)), u^{-1}(b) = G((b - 1 + c) / c) for b > 1 - c
         # (G_mu is its own inverse) and no bound (1 - b) below
         arg = jnp.clip((a[None, ...] - (1.0 - qm)) / qm, 0.0, 1.0)
-        gi = jnp.minimum(_tf_gauss(arg, mus) * (1 + _curve_margin(arg, mus)), 1.0)
+        gi = jnp.minimum(_cf.gaussian_curve(arg, mus) * (1 + _curve_margin(arg, mus)), 1.0)
         gi = jnp.where(a[None, ...] > 1.0 - qm, gi, 1.0 - a[None, ...])
         ub = jnp.min(gi, axis=0)
         return jnp.minimum(ub * (1 + _REL) + 1e-15, 1.0)
     ub = jnp.min(1.0 - qm * (1.0 - g), axis=0)
-    g1 = _tf_gauss(a, 1.0 / s) * (1 + _curve_margin(a, 1.0 / s))
+    g1 = _cf.gaussian_curve(a, 1.0 / s) * (1 + _curve_margin(a, 1.0 / s))
     ub = jnp.minimum(ub, q * g1 + (1.0 - q) * (1.0 - a))
     return jnp.minimum(ub * (1 + _REL) + 1e-15, 1.0)
 
 
-def _tf_gauss(a, mu):
-    return _ndtr(-_ndtri(a) - mu)
-
-
 def _curve_margin(a, mu):
-    """Relative error allowance of :func:`_tf_gauss`: a few ulps of |Phi^-1(a)| + mu in the
+    """Relative error allowance of :func:`jaxdp.closed_forms.gaussian_curve`: a few ulps of |Phi^-1(a)| + mu in the
     argument z, times the Mills ratio bound |z| + 2, plus Phi's own relative error."""
     zi = jnp.abs(_ndtri(jnp.clip(a, 1e-300, 1.0 - 2.0**-53)))
     return _REL + 8.0 * 2.0**-52 * (zi + mu + 1.0) * (zi + mu + 2.0)
@@ -339,7 +330,7 @@ def _tradeoff_scalar_params(a, sigma, q, steps, direction, grid, num_eps):
     lo_curve, up_curve = _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps)
     # q = 1: the Gaussian curve G_mu, mu = sqrt(T) / sigma (both directions)
     mu = jnp.sqrt(steps) / sigma
-    g = _tf_gauss(a, mu)
+    g = _cf.gaussian_curve(a, mu)
     rg = _curve_margin(a, mu)
     gauss = q >= 1.0
     lo_curve = jnp.where(gauss, jnp.maximum(lo_curve, g * (1 - rg) - 1e-300), lo_curve)
@@ -400,16 +391,13 @@ def tradeoff(a, *, noise_multiplier, sampling_probability, num_steps, direction=
 def mu_clt_bu(*, noise_multiplier, sampling_probability, num_steps):
     r"""Bu, Dong, Long & Su (2020) CLT: :math:`\mu = q\sqrt{T(e^{1/\sigma^2} - 1)}` (an approximation)."""
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
-    return nan_where_invalid(q * jnp.sqrt(t * jnp.expm1(1.0 / s**2)), ok)
+    return nan_where_invalid(_cf.poisson_clt_mu(s, q, t), ok)
 
 
 def mu_clt_dong_roth_su(*, noise_multiplier, sampling_probability, num_steps):
     r"""Dong, Roth & Su (2022) CLT: :math:`\mu = \sqrt{2}\, q\sqrt{T}\sqrt{e^{1/\sigma^2}\Phi(1.5/\sigma) + 3\Phi(-0.5/\sigma) - 2}`."""
-    from jax.scipy.special import ndtr
-
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
-    inner = jnp.exp(1.0 / s**2) * ndtr(1.5 / s) + 3.0 * ndtr(-0.5 / s) - 2.0
-    return nan_where_invalid(jnp.sqrt(2.0) * q * jnp.sqrt(t) * jnp.sqrt(inner), ok)
+    return nan_where_invalid(_cf.drs_clt_mu(s, q, t), ok)
 
 
 __all__ = [

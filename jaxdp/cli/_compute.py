@@ -17,9 +17,9 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import ndtri
 
 import jaxdp  # noqa: F401  (float64 before anything is traced)
+from jaxdp import closed_forms as _cf
 
 MAX_ROUNDS = 1e12
 
@@ -102,9 +102,7 @@ def _smallest_rounds(gap, delta, m0, max_rounds=MAX_ROUNDS, secant_iters=8, max_
 
 def _clt_rounds(delta, sigma, epochs):
     """CLT guess: gap of G_mu is 2 Phi(mu/2) - 1, mu^2 = E (e^{1/sigma^2} - 1) / M."""
-    v = jnp.expm1(1.0 / sigma**2)
-    z = 2.0 * ndtri(0.5 * (1.0 + delta))
-    return epochs * v / z**2
+    return epochs * _cf.ratio_variance(sigma) / _cf.gaussian_mu_of_tv(delta) ** 2
 
 
 @functools.partial(jax.jit, static_argnames=("multi_epoch",))
@@ -192,7 +190,7 @@ def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
     gaps = {k: sh.delta_gap(noise_multiplier=sigma, num_rounds=m, num_epochs=e, method=k)
             for k in ("berry_esseen", "linear_test", "clt", "edgeworth")}
     return dict(tradeoff_exact=f_fwd, tradeoff_exact_reverse=f_rev, gap_exact_lower=gap_lo, gap_exact=gap_up,
-                eps_lower=eb.lower, eps=eb.upper, mu_clt=jnp.sqrt(e * jnp.expm1(1.0 / sigma**2) / m),
+                eps_lower=eb.lower, eps=eb.upper, mu_clt=_cf.shuffle_clt_mu(sigma, m, e),
                 **{"tradeoff_" + k: v for k, v in approx.items()}, **{"gap_" + k: v for k, v in gaps.items()})
 
 

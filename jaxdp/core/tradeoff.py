@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import ndtr, ndtri
 
 from .. import _config  # noqa: F401
 from .._validate import check, nan_where_invalid
-from .._special import log_ndtr
+from .. import closed_forms as _cf
 from ..mechanisms.curve import CurvePair
 from . import pld as _pld
 from .piecewise import PiecewiseLinear
@@ -41,7 +40,7 @@ def gaussian(a, mu):
     """
     a, oka = check("a", a, lo=0.0, hi=1.0)
     mu, okm = check("mu", mu, lo=0.0, allow_inf=True)
-    return nan_where_invalid(ndtr(-ndtri(a) - mu), oka & okm)
+    return nan_where_invalid(_cf.gaussian_curve(a, mu), oka & okm)
 
 
 def gaussian_delta(epsilon, mu):
@@ -56,7 +55,7 @@ def gaussian_delta(epsilon, mu):
 
 def gaussian_delta_unchecked(eps, mu):
     """:func:`gaussian_delta` without argument checks, for callers that validated already (inside ``jit``)."""
-    return ndtr(-eps / mu + mu / 2) - jnp.exp(eps + log_ndtr(-eps / mu - mu / 2))
+    return _cf.gaussian_delta(eps, mu)
 
 
 def gaussian_epsilon(delta, mu, *, iters: int = 200):
@@ -79,7 +78,7 @@ def gaussian_epsilon(delta, mu, *, iters: int = 200):
         e = jax.lax.stop_gradient(hi)
         # one Newton step at the converged root: value unchanged, gradient = implicit function thm
         g = gaussian_delta_unchecked(e, m) - d
-        dg = -jnp.exp(e + log_ndtr(-e / m - m / 2))
+        dg = -_cf.gaussian_delta_terms(e, m)[1]
         e = e - g / dg
         return jnp.where(gaussian_delta_unchecked(0.0, m) <= d, 0.0, e)
 
@@ -96,7 +95,7 @@ def eps_delta(a, epsilon, delta):
 
 def gdp_mu_of_tv(tv):
     r"""The mu of the Gaussian curve with TV gap ``tv``: :math:`2\Phi(\mu/2) - 1 = tv`."""
-    return 2.0 * ndtri((1.0 + jnp.asarray(tv, dtype=jnp.float64)) / 2.0)
+    return _cf.gaussian_mu_of_tv(jnp.asarray(tv, dtype=jnp.float64))
 
 
 # ------------------------------------------------------------------------------------------------

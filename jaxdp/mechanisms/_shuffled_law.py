@@ -34,6 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtri
 
+from jaxdp import closed_forms as _cf
+
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 
 #: Smallest noise multiplier the numerical law is validated for.  phi_Y(u) = E e^{iuY} is a
@@ -668,7 +670,7 @@ CDF_ERR = 1e-10
 def gaussian_curve(a, mu):
     """G_mu(a) = Phi(-Phi^{-1}(a) - mu), exact at a = 0 and 1 (finite derivatives there)."""
     inner = (a > 0.0) & (a < 1.0)
-    g = jax.scipy.special.ndtr(-ndtri(jnp.where(inner, a, 0.5)) - mu)
+    g = _cf.gaussian_curve(jnp.where(inner, a, 0.5), mu)
     return jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, g))
 
 

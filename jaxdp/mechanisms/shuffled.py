@@ -50,6 +50,7 @@ import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
 import jaxdp._config  # noqa: F401  (float64)
+from jaxdp import closed_forms as _cf
 from jaxdp import _validate
 from jaxdp.mechanisms import _shuffled_gap as _gap
 from jaxdp.mechanisms import _shuffled_law as _law
@@ -255,7 +256,7 @@ def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
         _, _, cq, _ = _law.cdf_sf_at(law, x)
         f = jnp.where(a >= law.sf_p[0], 0.0, cq)
         # M == 1: G_{1/sigma}(a) = Phi(Phi^{-1}(1 - a) - 1/sigma).
-        exact = ndtr(-ndtri(a) - s)
+        exact = _cf.gaussian_curve(a, s)
         beyond = a < sf_p_end
     else:
         x = _law.invert_sf(law, a, "q_cdf")
@@ -271,7 +272,7 @@ def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
         f_rev = jnp.where(t > 0.0, sp - err * (1.0 + 1.0 / jnp.where(t > 0.0, t, 1.0)), -1.0)
         # below the first table entry nothing is known but the floor
         f = jnp.where(a <= law.cdf_q[0], -1.0, jnp.where(a >= law.cdf_q[law.n_used - 1], 0.0, f_rev))
-        exact = ndtr(-ndtri(a) - s)  # G_mu is symmetric
+        exact = _cf.gaussian_curve(a, s)  # G_mu is symmetric
         beyond = a > law.cdf_q[law.n_used - 1]
     f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, f))
     weak_tail = beyond & ~law.log_axis & (law.sf_q[law.n_used - 1] > _HANDOVER_MASS)

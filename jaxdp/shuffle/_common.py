@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jax.scipy.special import ndtr, ndtri
+from .. import closed_forms as _cf
 
 from .._validate import check, nan_where_invalid
 
@@ -24,7 +24,7 @@ def _alpha(a):
 
 
 def _g(a, mu):
-    return ndtr(-ndtri(a) - mu)
+    return _cf.gaussian_curve(a, mu)
 
 
 def _mu_curve(mu_fn, a, sigma, M, E):

@@ -37,6 +37,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 
 from jaxdp import _config  # noqa: F401  (float64)
+from jaxdp import closed_forms as _cf
 from jaxdp._validate import check, check_choice, check_static_int, nan_where_invalid
 from jaxdp.shuffle._common import _alpha, _epochs, _mu_curve, _rounds, _sigma
 
@@ -68,7 +69,7 @@ def _phi(x):
 
 
 def _mu_clt(sigma, M, E):
-    return jnp.sqrt(E * jnp.expm1(1.0 / sigma**2) / M)
+    return _cf.shuffle_clt_mu(sigma, M, E)
 
 
 def mu_clt(sigma, M, E=1):
@@ -94,7 +95,7 @@ def delta_gap_clt(sigma, M, E=1):
     sigma, ok_s = _sigma(sigma)
     M, ok_m = _rounds(M)
     E, ok_e = _epochs(E)
-    return nan_where_invalid(2.0 * ndtr(_mu_clt(sigma, M, E) / 2.0) - 1.0, ok_s & ok_m & ok_e)
+    return nan_where_invalid(_cf.gaussian_tv(_mu_clt(sigma, M, E)), ok_s & ok_m & ok_e)
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ def _lognormal_cumulants(sigma):
     # Y - 1 with E Y^k = q^{k(k-1)/2}, q = e^{1/sigma^2}, w = q - 1:
     #   k2 = w, k3 = (q - 1)^2 (q + 2) = w^2 (w + 3), k4 = w^2 (q^4 + 2q^3 + 3q^2 - 6)
     # (lognormal skewness (q+2) sqrt(w), excess kurtosis q^4+2q^3+3q^2-6 = w(16+15w+6w^2+w^3)).
-    w = jnp.expm1(1.0 / sigma**2)
+    w = _cf.ratio_variance(sigma)
     k3 = w * w * (w + 3.0)
     k4 = w**3 * (16.0 + w * (15.0 + w * (6.0 + w)))
     return w, k3, k4
@@ -285,7 +286,7 @@ def _ew_first_moment(x, c3, c4, c6):
 
 
 def _u_std_params(sigma, M, order):
-    w = jnp.expm1(1.0 / sigma**2)
+    w = _cf.ratio_variance(sigma)
     skew1 = (w + 3.0) * jnp.sqrt(w)  # lognormal skewness
     exk1 = w * (16.0 + w * (15.0 + w * (6.0 + w)))  # lognormal excess kurtosis
     c3, c4, c6 = _edgeworth_coeffs(skew1 / jnp.sqrt(M), exk1 / M, order)
@@ -479,12 +480,7 @@ def mu_poisson_bu(sigma, p, T):
     """Bu-Dong-Long-Su CLT for Poisson-subsampled Gaussian [P]:
     :math:`\\mu_P = p\\sqrt{T(e^{1/\\sigma^2} - 1)}`."""
     sigma, p, T, ok = _poisson_args(sigma, p, T)
-    return nan_where_invalid(p * jnp.sqrt(T * jnp.expm1(1.0 / sigma**2)), ok)
-
-
-def _drs_inner(sigma):
-    s = 1.0 / sigma
-    return jnp.exp(s * s) * ndtr(1.5 * s) + 3.0 * ndtr(-0.5 * s) - 2.0
+    return nan_where_invalid(_cf.poisson_clt_mu(sigma, p, T), ok)
 
 
 def mu_poisson_drs(sigma, p, T):
@@ -492,7 +488,7 @@ def mu_poisson_drs(sigma, p, T):
     :math:`\\mu_U = \\sqrt2\\,p\\sqrt T\\sqrt{e^{1/\\sigma^2}\\Phi(1.5/\\sigma) + 3\\Phi(-0.5/\\sigma) - 2}`.
     """
     sigma, p, T, ok = _poisson_args(sigma, p, T)
-    return nan_where_invalid(jnp.sqrt(2.0) * p * jnp.sqrt(T) * jnp.sqrt(_drs_inner(sigma)), ok)
+    return nan_where_invalid(_cf.drs_clt_mu(sigma, p, T), ok)
 
 
 def clt_ratio(sigma):

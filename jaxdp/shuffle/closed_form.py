@@ -35,9 +35,10 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import ndtr, ndtri
+from jax.scipy.special import ndtr
 
 from jaxdp import _config  # noqa: F401  (float64)
+from jaxdp import closed_forms as _cf
 from jaxdp._validate import check, nan_where_invalid
 from ._common import _alpha, _epochs, _mu_curve, _rounds, _sigma
 
@@ -76,7 +77,7 @@ def gaussian_tradeoff(a, mu):
     """
     a, ok_a = _alpha(a)
     mu, ok_m = check("mu", mu, lo=0.0)
-    return nan_where_invalid(ndtr(-ndtri(a) - mu), ok_a & ok_m)
+    return nan_where_invalid(_cf.gaussian_curve(a, mu), ok_a & ok_m)
 
 
 
@@ -113,7 +114,7 @@ def rho(sigma):
 def variance(sigma):
     """:math:`v = \\operatorname{Var}_P Y = e^{1/\\sigma^2} - 1` (also chi^2(Q||P) * M) [D]."""
     sigma, ok = _sigma(sigma)
-    return nan_where_invalid(jnp.expm1(1.0 / sigma**2), ok)
+    return nan_where_invalid(_cf.ratio_variance(sigma), ok)
 
 
 def _ratio(sigma):
@@ -151,7 +152,7 @@ def delta_b(sigma, M, *, C_B=BERRY_ESSEEN_C_B):
     sigma, ok_s = _sigma(sigma)
     M, ok_m = _rounds(M)
     C_B, ok_c = check("C_B", C_B, lo=0.0, lo_open=True)
-    v = jnp.expm1(1.0 / sigma**2)
+    v = _cf.ratio_variance(sigma)
     d = 2.0 * C_B * _ratio(sigma) / jnp.sqrt(M) + jnp.sqrt(v / (2.0 * jnp.pi * M))
     return nan_where_invalid(d, ok_s & ok_m & ok_c)
 
@@ -321,7 +322,7 @@ def delta_linear_test(sigma, M, E=1):
     M, ok_m = _rounds(M)
     E, ok_e = _epochs(E)
     mu = _mu_linear(sigma, M, E)
-    return nan_where_invalid(2.0 * ndtr(mu / 2.0) - 1.0, ok_s & ok_m & ok_e)
+    return nan_where_invalid(_cf.gaussian_tv(mu), ok_s & ok_m & ok_e)
 
 
 # --------------------------------------------------------------------------------------------
