@@ -2,9 +2,10 @@ r"""DP-SGD with Poisson subsampling: exact (certified PLD) accounting and CLT ap
 
 Mechanism: each of ``num_steps`` steps includes every example independently with probability
 ``sampling_probability`` q and adds Gaussian noise of std ``noise_multiplier`` sigma (times the
-clipping norm).  **Adjacency: add/remove one example** (dp_accounting's ``ADD_OR_REMOVE_ONE``);
-``direction="both"`` (default) reports the worse of the two directions, "remove" / "add" one of
-them.  Every number is certified: the returned value is the pessimistic end of a bracket
+clipping norm).  **Adjacency: add/remove one example** (``neighboring="add_remove"``, dp_accounting's
+``ADD_OR_REMOVE_ONE``; ``"replace_one"`` is refused with :func:`jaxdp.account`'s reason);
+``direction="both"`` (default) reports the worse of the two ordered pairs, ``"remove"`` / ``"add"``
+one of them: the words of :func:`jaxdp.account` and :mod:`jaxdp.shuffle`.  Every number is certified: the returned value is the pessimistic end of a bracket
 ``[lower, upper]`` (see :func:`accountant` for both ends) computed by :mod:`jaxdp.core.pld`.
 
 All functions are jit-able and vmap-able over their numeric arguments (shapes broadcast); gradients
@@ -25,12 +26,21 @@ from ._batch import broadcast_map
 from ._validate import check, check_broadcast, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
+from . import events as _events
 from .mechanisms.gaussian import SubsampledGaussian
 from ._special import log_ndtr as _log_ndtr
 from jax.scipy.special import ndtri as _ndtri
 
 ADJACENCY = "add/remove one example (Poisson subsampling)"
 _DIRECTIONS = ("both", "remove", "add")
+
+
+def _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability):
+    """The vocabulary of :func:`jaxdp.account`: ``neighboring`` is the relation, ``direction`` the ordered pair."""
+    check_choice("neighboring", neighboring, _events.NEIGHBORING)
+    check_choice("direction", direction, _DIRECTIONS)
+    if neighboring == "replace_one":  # the same refusal, and the same reason, as jaxdp.account's
+        _events.components(_events.PoissonSampled(sampling_probability, _events.Gaussian(noise_multiplier)), neighboring)
 
 
 def _validate(noise_multiplier, sampling_probability, num_steps):
@@ -281,10 +291,10 @@ def _delta_scalar(eps, sigma, q, steps, direction, grid):
 
 
 def epsilon_for_delta_bracket(
-    delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", grid=_pld.DEFAULT_GRID
+    delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID
 ) -> Bracket:
     """Certified bracket on eps(delta); ``.value`` = ``.upper``."""
-    check_choice("direction", direction, _DIRECTIONS)
+    _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
     check_broadcast(delta=delta, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
@@ -292,7 +302,7 @@ def epsilon_for_delta_bracket(
     return Bracket(lower=lo, upper=up, value=up)
 
 
-def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", grid=_pld.DEFAULT_GRID):
+def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID):
     r"""Certified upper bound on :math:`\varepsilon(\delta)` after ``num_steps`` Poisson-subsampled Gaussian steps.
 
     Example::
@@ -300,7 +310,7 @@ def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_step
         >>> float(epsilon_for_delta(1e-5, noise_multiplier=1.0, sampling_probability=0.01, num_steps=1000))  # doctest: +ELLIPSIS
         1.828...
     """
-    check_choice("direction", direction, _DIRECTIONS)
+    _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
     check_broadcast(delta=delta, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
@@ -308,9 +318,9 @@ def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_step
 
 
 def delta_for_epsilon_bracket(
-    epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", grid=_pld.DEFAULT_GRID
+    epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID
 ) -> Bracket:
-    check_choice("direction", direction, _DIRECTIONS)
+    _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
     check_broadcast(epsilon=epsilon, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     e, oke = check("epsilon", epsilon)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
@@ -318,11 +328,11 @@ def delta_for_epsilon_bracket(
     return Bracket(lower=lo, upper=up, value=up)
 
 
-def delta_for_epsilon(epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", grid=_pld.DEFAULT_GRID):
+def delta_for_epsilon(epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID):
     r"""Certified upper bound on the hockey-stick :math:`\delta(\varepsilon)` (worse direction by default)."""
     return delta_for_epsilon_bracket(
         epsilon, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability,
-        num_steps=num_steps, direction=direction, grid=grid,
+        num_steps=num_steps, direction=direction, neighboring=neighboring, grid=grid,
     ).upper
 
 
@@ -361,16 +371,16 @@ def _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps):
     return lo_curve, up_curve
 
 
-def tradeoff_bracket(a, *, noise_multiplier, sampling_probability, num_steps, direction="both", grid=_pld.DEFAULT_GRID, num_eps: int = 4096):
+def tradeoff_bracket(a, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID, num_eps: int = 4096):
     """Bracket on the trade-off curve at type I errors ``a`` (any shape); ``.value`` = lower bound."""
-    check_choice("direction", direction, _DIRECTIONS)
+    _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
     a, oka = check("a", a, lo=0.0, hi=1.0)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
     lo, up = _tradeoff_core(a, oka, s, q, t, ok, direction, grid, num_eps)
     return Bracket(lower=lo, upper=up, value=lo)
 
 
-def tradeoff(a, *, noise_multiplier, sampling_probability, num_steps, direction="both", grid=_pld.DEFAULT_GRID):
+def tradeoff(a, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID):
     r"""Certified lower bound on the trade-off curve :math:`f(a)` (a sound f-DP guarantee).
 
     With array parameters the result has shape ``params.shape + a.shape``.
@@ -379,7 +389,7 @@ def tradeoff(a, *, noise_multiplier, sampling_probability, num_steps, direction=
     """
     return tradeoff_bracket(
         a, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability,
-        num_steps=num_steps, direction=direction, grid=grid,
+        num_steps=num_steps, direction=direction, neighboring=neighboring, grid=grid,
     ).lower
 
 

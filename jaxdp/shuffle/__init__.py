@@ -7,7 +7,9 @@ sums of each epoch: one epoch is then the test of :math:`P = N(0, I_M)` against
 round).  This is the same pair as *random allocation* / balls-and-bins with one slot per example
 (Feldman & Shenfeld; the ``pld-accounting`` package, arXiv 2602.17284).  Epochs reshuffle
 independently, so E epochs are the exact E-fold composition.  Direction ``"remove"`` is
-:math:`T(P, Q)` (A = Q, B = P), ``"add"`` the reverse pair; ``epsilon_for_delta`` reports the worse.
+:math:`T(P, Q)` (A = Q, B = P), ``"add"`` the reverse pair (the words of :func:`jaxdp.account` and
+:mod:`jaxdp.poisson`; :func:`tradeoff` takes ``direction=`` or the older ``reverse=True`` for
+``"add"``); ``epsilon_for_delta`` reports the worse.
 
 **Replace-one adjacency with fixed batches is not covered**: Chua et al. (2024) show lower bounds
 far above Poisson there (eps >= 4.06 at sigma = 1, 100 steps, delta = 1e-5); passing
@@ -288,9 +290,25 @@ def _tradeoff_exact_core(a, plds, s, m, e, ok, reverse, single=True):
     return nan_where_invalid(lo, okb), nan_where_invalid(up, okb)
 
 
-def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=False, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
-    """Bracket on the exact E-epoch curve T(P, Q) (``reverse=True``: T(Q, P)); ``value`` = lower end."""
+def _reverse(direction, reverse):
+    """``direction`` in :func:`jaxdp.account`'s words ("remove": T(P, Q), "add": T(Q, P)); ``reverse`` the older spelling."""
+    if direction is None:
+        return bool(reverse)
+    if direction == "both":
+        raise ValueError("direction='both' has no single shuffled curve here: the curve valid for both ordered pairs is "
+                         "the convex hull of their minimum, which jaxdp.account(Shuffled(Gaussian(sigma), M)).tradeoff(a) "
+                         "gives; use direction='remove' (T(P, Q)) or 'add' (T(Q, P))")
+    check_choice("direction", direction, ("remove", "add"))
+    if reverse and direction == "remove":
+        raise ValueError("reverse=True contradicts direction='remove' (reverse=True is direction='add'); give one of them")
+    return direction == "add"
+
+
+def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=False, neighboring="add_remove", grid=SHUFFLE_GRID,
+                     direction=None) -> Bracket:
+    """Bracket on the exact E-epoch curve T(P, Q) (``direction="add"`` or ``reverse=True``: T(Q, P)); ``value`` = lower end."""
     _refuse_replace_one(neighboring)
+    reverse = _reverse(direction, reverse)
     a, oka = check("a", a, lo=0.0, hi=1.0)
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
     if not _multi(num_epochs) and not any(is_traced(x) for x in (a, s, m)):
@@ -314,7 +332,8 @@ def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=F
     return Bracket(lower=lo, upper=up, value=lo)
 
 
-def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", reverse=False, neighboring="add_remove"):
+def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", reverse=False, neighboring="add_remove",
+             direction=None):
     r"""Trade-off curve :math:`f = T(P, Q)^{\otimes E}` of E shuffled epochs at type I errors ``a``.
 
     ``method``: ``"exact"`` (pessimistic end of the certified bracket; exact to 1e-8 for E = 1),
@@ -328,6 +347,7 @@ def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", r
         >>> float(sh.tradeoff(0.1, noise_multiplier=1.0, num_rounds=1000))  # doctest: +SKIP
     """
     _refuse_replace_one(neighboring)
+    reverse = _reverse(direction, reverse)
     check_choice("method", method, METHODS)
     if method == "exact":
         return tradeoff_bracket(a, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs, reverse=reverse).lower
