@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import jaxdp  # noqa: E402
-from jaxdp.core import pld as _pld  # noqa: E402
+from jaxdp.core import _conversions, pld as _pld  # noqa: E402
 from jaxdp.core.pld import Grid  # noqa: E402
 
 Q, SIG, T, DELTA = 0.01, 1.0, 1000, 1e-5
@@ -69,7 +69,7 @@ def best_estimate(n):
     def one(s):
         ps = jaxdp.poisson._plds(s, jnp.float64(Q), jnp.float64(T), "both", g)
         return jnp.max(jnp.stack([
-            _pld._eps_of(jnp.maximum(p.pmf, 0.0), p.losses, p.h, DELTA - p.inf_mass - (p.alias - n * 2.0**-52)) for p in ps
+            _conversions._eps_of(jnp.maximum(p.pmf, 0.0), p.losses, p.h, DELTA - p.inf_mass - (p.alias - n * 2.0**-52)) for p in ps
         ]))
 
     return jax.jit(jax.vmap(one))
