@@ -16,8 +16,10 @@ r"""The closed forms every accountant shares, written once (unchecked: callers v
   bounds**: every caller says so where it uses them.
 
 The lowest layer of the package (it imports nothing of jaxdp but its special functions), so that
-mechanisms, the core and the presets all import it.  :math:`\Phi` is one ``erfc`` (full relative
-accuracy in the lower tail).
+mechanisms, the core and the presets all import it.  :math:`\Phi` is ``jax.scipy.special.ndtr``:
+with it a sweep sharded over eight devices returns the same bits as an unsharded one
+(``tests/sweep``); with the single-``erfc`` ``jaxdp._special.ndtr`` of the PLD engine 31 of 111
+points differed in their last bits (7e-13 relative at most).
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
-from jax.scipy.special import erf, ndtri
+from jax.scipy.special import erf, ndtr, ndtri
 
-from ._special import log_ndtr, ndtr
+from ._special import log_ndtr
 
 _INV_2SQRT2 = 1.0 / (2.0 * math.sqrt(2.0))
 
