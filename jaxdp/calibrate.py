@@ -1110,6 +1110,9 @@ def event_parameter(build: Callable[[jax.Array, Any], Any], *, epsilon, delta, d
     evaluation, moving toward the safe side if it fails there, with a 1e-4 relative margin on
     epsilon), so feasibility is always decided by ``grid``.
 
+    ``build`` is a static argument of the compiled search (it decides the program): pass the same
+    function object to reuse one compilation across calls (a new ``lambda`` per call compiles anew).
+
     Scalar ``epsilon`` / ``delta`` (use :func:`jax.vmap` for batches).  Gradients with respect to
     ``epsilon``, ``delta`` and every leaf of ``params`` by the implicit-function theorem at the
     answer (real problems; an integer answer or one held at a range limit has derivative 0).  A
