@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "shuffle"))
 import jaxdp  # noqa: E402,F401  (float64)
-from jaxdp.mechanisms.shuffled import ShuffledGaussian, tradeoff, tradeoff_reverse, tv_gap  # noqa: E402
+from jaxdp.mechanisms.shuffled import ShuffledGaussian, tradeoff_ends, tv_gap  # noqa: E402
 from test_exact_law import REF  # noqa: E402
 
 
@@ -34,14 +34,21 @@ def _g(x):
 
 def reference_errors():
     """Max abs error over each REF point's thresholds: Q-sf, P-sf (mechanism defaults), curve f(a)
-    (both directions, the larger) and the gap (direct-function defaults)."""
+    (the computed value, i.e. the midpoint of ``tradeoff_ends``; both directions, the larger; each
+    reference must lie between the ends) and the gap (direct-function defaults)."""
     rows = []
     for (sigma, m), ref in REF.items():
         x, p_sf, q_cdf, q_sf = np.array(ref).T
         mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m)
         a, b = (np.asarray(v) for v in mech.privacy_loss_sf(jnp.log1p(x / math.sqrt(m)), "remove"))
-        f = np.asarray(tradeoff(jnp.asarray(p_sf), sigma, m))
-        fr = np.asarray(tradeoff_reverse(jnp.asarray(q_cdf), sigma, m))
+        f, fr = 0.0, 0.0
+        for rev, at, want in ((False, p_sf, q_cdf), (True, q_cdf, p_sf)):
+            lo, up = (np.asarray(v) for v in tradeoff_ends(jnp.asarray(at), sigma, m, reverse=rev))
+            assert np.all(lo <= want + 1e-12) and np.all(up >= want - 1e-12), (sigma, m, rev)
+            if rev:
+                fr = 0.5 * (lo + up)
+            else:
+                f = 0.5 * (lo + up)
         gap = float(tv_gap(sigma, m))
         gap_ref = q_sf[x == 0.0][0] - p_sf[x == 0.0][0]
         rows.append((sigma, m, np.max(np.abs(a - q_sf)), np.max(np.abs(b - p_sf)),

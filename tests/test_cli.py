@@ -272,13 +272,15 @@ def test_plan_default_is_the_papers_example(capsys):
 
 
 def test_plan_exact_matches_direct_gap():
-    """The integer search returns the smallest feasible M (checked against tv_gap at M and M - 1)."""
+    """The integer search returns the smallest feasible M, checked against the gap's certified upper
+    end (tv_gap + 1e-8, what shuffle.delta_gap returns) at M and M - 1."""
     from jaxdp.cli import _compute as cc
     from jaxdp.mechanisms import shuffled
 
     r = cc.plan([0.01], [1.0], [1.0])
     m = float(r["rounds_exact"][0])
-    g = np.asarray(shuffled.tv_gap(np.array([1.0, 1.0]), np.array([m, m - 1])))
+    g = np.asarray(shuffled.tv_gap_ends(np.array([1.0, 1.0]), np.array([m, m - 1]))[1])
+    np.testing.assert_allclose(g, np.asarray(shuffled.tv_gap(np.array([1.0, 1.0]), np.array([m, m - 1]))) + 1e-8, rtol=1e-12)
     assert g[0] <= 0.01 < g[1]
     np.testing.assert_allclose([r["gap_at_rounds"][0], r["gap_at_rounds_minus_1"][0]], g, rtol=1e-10)
 

@@ -197,7 +197,7 @@ def test_plan_json_is_self_explanatory(monkeypatch, capsys):
     monkeypatch.setattr(cc, "plan", _plan_stub(0.00999, 0.01001))
     c = json.loads(run(["plan", "--json"], capsys)[1])["cases"][0]
     assert "certified" not in c["exact"]
-    assert c["exact"]["gap_kind"].startswith("exact") and "gap_at_rounds <= delta" in c["exact"]["check"]
+    assert c["exact"]["gap_kind"] == "certified upper end (exact law + 1e-8)" and "gap_at_rounds <= delta" in c["exact"]["check"]
     c = json.loads(run(["plan", "--epochs", "2", "--json"], capsys)[1])["cases"][0]
     assert c["exact"]["gap_kind"].startswith("certified upper bound")
 

@@ -6,6 +6,15 @@ pufferfish, the Gaussian closed forms), written by ``python tests/_entry_table.p
 The discretisation did not change, so every value must agree to float rounding (1e-12 relative),
 and a calibrated sigma to its solver's tolerance (rtol 1e-10: its starting guess now uses the one
 Phi of ``jaxdp.closed_forms``, which moves the search path by ulps).
+
+Two deliberate changes after that commit (2026-12-05), both soundness allowances, so the values
+may move only the pessimistic way and by at most the allowance:
+
+* the forward single-epoch shuffled curve has its propagated cdf error err (1 + t) deducted, as the
+  reverse curve already had (its certified lower end, ``mechanisms.shuffled.tradeoff_ends``;
+  err = 1e-10 on the Fourier line, t ~ 1 at these a: down by <= 1e-9);
+* the single-epoch gap (``shuffle.delta_gap``, E = 1) is the computed TV plus ``ENVELOPE_TOL``
+  (1e-8), its claimed accuracy (``mechanisms.shuffled.tv_gap_ends``): up by exactly that at E = 1.
 """
 
 import json
@@ -18,6 +27,8 @@ from _entry_table import evaluate
 
 BEFORE = json.loads((pathlib.Path(__file__).parent / "entry_points_before.json").read_text())
 SOLVER_RTOL = {"calibrate.poisson_noise_multiplier": 1e-10}
+# name -> (sign of the allowed move, its largest size); see above
+MOVED = {"shuffle.tradeoff": (-1.0, 1e-9), "shuffle.delta_gap": (1.0, 1e-8 * (1 + 1e-6))}
 
 
 @pytest.mark.acceptance
@@ -25,4 +36,10 @@ def test_entry_points_reproduce_the_stored_table():
     after = evaluate()
     assert sorted(after) == sorted(BEFORE) and sum(len(v) for v in BEFORE.values()) >= 30
     for name, values in BEFORE.items():
+        if name in MOVED:
+            sign, most = MOVED[name]
+            moved = sign * (np.asarray(after[name]) - np.asarray(values))
+            same = np.isclose(after[name], values, rtol=1e-12, atol=0)
+            assert np.all(same | ((moved > 0.0) & (moved <= most))), (name, moved)
+            continue
         np.testing.assert_allclose(after[name], values, rtol=SOLVER_RTOL.get(name, 1e-12), atol=0, err_msg=name)

@@ -116,7 +116,7 @@ def _plan_core(delta, sigma, epochs, multi_epoch):
 
             gap = lambda m: _sh.delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e)  # noqa: E731
         else:
-            gap = lambda m: _exact.tv_gap(s, m)  # noqa: E731
+            gap = lambda m: _exact.tv_gap_ends(s, m)[1]  # noqa: E731  (certified upper end, as shuffle.delta_gap)
         m, g_m, g_m1, it = _smallest_rounds(gap, d, _clt_rounds(d, s, e))
         m_be = jnp.ceil(cf.rounds_berry_esseen(d, s, e) - 1e-9)
         m_clt = jnp.ceil(_clt_rounds(d, s, e) - 1e-9)
@@ -183,7 +183,7 @@ def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
     else:
         f_fwd = _exact.tradeoff(a, sigma, m)
         f_rev = _exact.tradeoff_reverse(a, sigma, m)
-        gap_lo = gap_up = _exact.tv_gap(sigma, m)
+        gap_lo, gap_up = _exact.tv_gap_ends(sigma, m)
     eb = sh.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
     approx = {k: sh.tradeoff(a, noise_multiplier=sigma, num_rounds=m, num_epochs=e, method=k)
               for k in ("berry_esseen", "linear_test", "clt", "edgeworth")}

@@ -27,7 +27,7 @@ def add_parser(sub, common):
 
 
 def exact_kind(epochs):
-    return "exact (numerical error <= 1e-8)" if epochs == 1 else "certified upper bound (PLD bracket)"
+    return "certified upper end (exact law + 1e-8)" if epochs == 1 else "certified upper bound (PLD bracket)"
 
 
 def _case(args, r, i, sigma):
@@ -83,7 +83,7 @@ def _text(args, cases):
     lines = [
         "Shuffled DP-SGD planning: rounds per epoch M and samples N = b*M for f(a) >= 1 - a - delta",
         "(add/remove one example; closed form = Berry-Esseen upper bound, C = 0.56; exact = smallest M whose",
-        " gap sup_a(1 - a - f(a)) is <= delta; the gap is " + exact_kind(args.epochs) + ")",
+        " gap sup_a(1 - a - f(a)) is <= delta; the gap: " + exact_kind(args.epochs) + ")",
         "",
         table(head, rows, wide=args.wide),
     ]

@@ -45,8 +45,8 @@ def skewness_over_sqrt_m(sigma, rounds):
 
 def kinds(epochs):
     """Truthful label of each method's gap (an upper/lower bound on the gap or an approximation)."""
-    return dict(exact="exact (error <= 1e-8)" if epochs == 1 else "certified upper bound (PLD)",
-                exact_lower="exact (error <= 1e-8)" if epochs == 1 else "certified lower bound (PLD)",
+    return dict(exact="exact law + 1e-8 (upper)" if epochs == 1 else "certified upper bound (PLD)",
+                exact_lower="exact law - 1e-8 (lower)" if epochs == 1 else "certified lower bound (PLD)",
                 berry_esseen="upper bound", linear_test="lower bound", clt="approximation", edgeworth="approximation")
 
 
@@ -131,7 +131,7 @@ def _text(args, r, regime, notes, why):
     cols = [("tradeoff_exact", "exact"), ("tradeoff_exact_reverse", "exact_reverse"), ("tradeoff_berry_esseen", "berry_esseen"),
             ("tradeoff_clt", "clt"), ("tradeoff_edgeworth", "edgeworth")]
     tr = [[num(a)] + [_tradeoff_cell(notes, t[c][i], why[k], k, args) for c, k in cols] for i, a in enumerate(r["table_a"])]
-    exact_f = "exact values" if args.epochs == 1 else "certified lower bound on f"
+    exact_f = "exact law, certified lower end" if args.epochs == 1 else "certified lower bound on f"
     return "\n".join([
         f"Shuffled DP-SGD: sigma = {num(args.sigma)}, M = {args.rounds:,} rounds/epoch, E = {args.epochs} epoch(s)",
         "(add/remove one example; adversary sees every round)",

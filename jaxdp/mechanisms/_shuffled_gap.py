@@ -169,8 +169,9 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False, with_gap: b
     transform from the gap's damping) and E_Q e^{-2cU} <= E_P e^{-2cU} + 1 + 1 / (2c sqrt M).
     ``with_gap``: also the gap TV = P(U <= 0) - Q(U <= 0) from the same nodes (the sum of the
     gap's line integral, without cancellation; the checks at x = 0 are added to ``ok``), returned
-    as ``(f, gap, ok)``.
-    Returns ``(f, ok)``: ``ok`` is False (the caller uses the tabulated law) where any check
+    as ``(f, f_up, gap, ok)``.
+    Returns ``(f, f_up, ok)``: the lower and upper ends of the curve (the line's value -/+ its
+    propagated cdf error, :func:`_shuffled_law.curve_allowance`); ``ok`` is False (the caller uses the tabulated law) where any check
     fails -- truncation (|phi_U| e^{cx} at the last node < e^-25), round-off amplification
     (e^{cx} E e^{-cU} < e^12), lower aliasing (< 1e-10), threshold beyond c x = 12, a outside
     [1e-8, 1 - 1e-8], the spread laws of the Laplace method, or a non-finite value.
@@ -207,13 +208,10 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False, with_gap: b
         x = jnp.clip(x - jnp.where(dens > 0, step, 0.0), lo, hi)
     cdf_p, _ = _line_cdf(x, c, w, dw, lp)
     cdf_q, _ = _line_cdf(x, c, w, dw, lq)
-    if reverse:
-        # slope -1/t at the threshold t = L(x): the line's absolute cdf error propagates as
-        # err (1 + 1/t), deducted so that f stays a lower bound (see shuffled._tradeoff_impl)
-        t = 1.0 + x / sqrt_m
-        f = jnp.where(t > 0.0, 1.0 - cdf_p - _law.CDF_ERR * (1.0 + 1.0 / jnp.where(t > 0.0, t, 1.0)), -1.0)
-    else:
-        f = cdf_q
+    # the line knows its cdfs to CDF_ERR absolutely; the propagated error brackets f
+    allow = _law.curve_allowance(1.0 + x / sqrt_m, _law.CDF_ERR, reverse)
+    f = (1.0 - cdf_p) if reverse else cdf_q
+    f, f_up = f - allow, f + allow
     # checks at the threshold
     cx = c * x
     trunc = jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1])) + cx
@@ -224,17 +222,16 @@ def line_curve(a, sigma, m, *, nz: int = 320, reverse: bool = False, with_gap: b
     ok_a = (trunc < _LOG_TRUNC_CURVE) & (amp < _LOG_AMP) & (alias < _LOG_ALIAS) & reach & jnp.isfinite(f)
     edge = (a <= 0.0) | (a >= 1.0)
     ok_a = jnp.where(edge, True, ok_a & inner)
-    f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, jnp.minimum(f, 1.0 - a)))
-    f = _law.guard_curve(a, f, s, m)
+    f, f_up = _law.guard_curve_ends(a, f, f_up, s, m)
     ok_a = ok_a & jnp.isfinite(f)
     ok = jnp.all(ok_a) & ~_law._use_laplace(s, m, v, N_TALBOT) & (s <= 1.0 / _law.SIGMA_MIN)
     if not with_gap:
-        return f, ok
+        return f, f_up, ok
     gap = _gap_sum(c, w, dw, lp, lq)
     ok0 = (jnp.maximum(jnp.real(lp[-1]), jnp.real(lq[-1])) < _LOG_TRUNC_CURVE)
     ok0 = ok0 & (jnp.maximum(jnp.real(lp[0]), jnp.real(lq[0])) < _LOG_AMP) & jnp.isfinite(gap)
     gap = _law.guard_gap(jnp.clip(gap, 0.0, 1.0), s, m)
-    return f, gap, ok & ok0 & jnp.isfinite(gap)
+    return f, f_up, gap, ok & ok0 & jnp.isfinite(gap)
 
 
 def tv_gap(sigma, m, *, nz: int = 320):

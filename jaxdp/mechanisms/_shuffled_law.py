@@ -713,6 +713,37 @@ def guard_curve(a, f, s, m):
     return jnp.where(bad, jnp.nan, jnp.clip(f, floor, ceil))
 
 
+def curve_allowance(t, err, reverse):
+    """Propagated cdf error of a single-epoch curve point at threshold t = L(x): err (1 + |slope|).
+
+    The curve's slope at t is -t forward (a = P(L > t), f = Q(L <= t): dQ = t dP) and -1/t reverse
+    (a = Q(L <= t), f = P(L > t)), so an absolute cdf error ``err`` of the table or the Fourier line
+    moves f by up to err through f's own cdf and err |slope| through the threshold.  The curve's
+    bracket is [f - allowance, f + allowance]; the reverse slope is unbounded as t -> 0 (issue 20,
+    class 5), where the allowance grows past 1 and the envelope takes over; t <= 0 (a at an
+    end of the curve) gets the allowance 2, which claims nothing."""
+    tp = jnp.where(t > 0.0, t, 1.0)
+    slope = (1.0 / tp) if reverse else tp
+    return jnp.where(t > 0.0, err * (1.0 + slope), 2.0)
+
+
+def guard_curve_ends(a, lo, up, s, m):
+    """(lower, upper) ends of a computed single-epoch curve bracket, checked like :func:`guard_curve`.
+
+    The lower end is guarded as a computed curve (raised to the floor; NaN above the ceiling by more
+    than ``ENVELOPE_TOL``); the upper end is clipped into the envelope, whose ceiling is itself an
+    upper bound, and is NaN wherever the lower end is.  Both are 1 at a = 0 and 0 at a = 1.
+    """
+    def edges(f):
+        return jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, jnp.minimum(f, 1.0 - a)))
+
+    lo, up = edges(lo), edges(up)
+    floor, ceil = curve_envelope(a, s, m)
+    lo = jnp.where(lo > ceil + ENVELOPE_TOL, jnp.nan, jnp.clip(lo, floor, ceil))
+    up = jnp.where(jnp.isnan(lo) | jnp.isnan(up), jnp.nan, jnp.clip(up, floor, ceil))
+    return lo, up
+
+
 def guard_gap(g, s, m):
     """A computed single-epoch gap checked against :func:`gap_envelope` (NaN below it by > tol)."""
     lo, up = gap_envelope(s, m)

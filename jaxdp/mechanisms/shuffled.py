@@ -58,7 +58,7 @@ from jaxdp.mechanisms.base import DIRECTIONS, pytree_dataclass
 
 from jaxdp.mechanisms._shuffled_law import ENVELOPE_TOL, SIGMA_MIN, curve_envelope, gap_envelope
 
-__all__ = ["ShuffledGaussian", "tradeoff", "tradeoff_curves", "tradeoff_reverse", "tv_gap",
+__all__ = ["ShuffledGaussian", "tradeoff", "tradeoff_curves", "tradeoff_curve_ends", "tradeoff_ends", "tradeoff_reverse", "tv_gap", "tv_gap_ends",
            "ENVELOPE_TOL", "SIGMA_MIN", "curve_envelope", "gap_envelope"]
 
 _SIGMA_RANGE = dict(lo=0.0, lo_open=True)
@@ -243,68 +243,83 @@ _HANDOVER_MASS = 3e-3
 
 @partial(jax.jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
 def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
+    """(lower, upper) of the single-epoch curve from the tabulated law."""
     is_one = m == 1.0
     m_safe = jnp.where(is_one, 2.0, m)
     law = _law_for(sigma, m_safe, grid_size, upsample, quad_nodes, 1e-10)
     s = 1.0 / sigma
     sf_p_end = law.sf_p[law.n_used - 1]
+    # the table knows its cdfs to err absolutely (log-axis tables: 10x their Chebyshev diagnostic)
+    err = jnp.where(law.log_axis, jnp.maximum(10.0 * law.diag, _law.CDF_ERR), _law.CDF_ERR)
     if not reverse:
         x = _law.invert_sf(law, a, "p_sf")
         # a below the table: invert the matched jump tail M r Pbar_Y(1 + sqrt(M) x) = a.
         y = jnp.exp(-0.5 * s * s - s * ndtri(jnp.clip(a / (m_safe * law.ratio_p), 1e-300, 0.5)))
         x = jnp.where(a < sf_p_end, (y - 1.0) / law.sqrt_m, x)
         _, _, cq, _ = _law.cdf_sf_at(law, x)
-        f = jnp.where(a >= law.sf_p[0], 0.0, cq)
+        allow = _law.curve_allowance(1.0 + x / law.sqrt_m, err, False)
+        f_lo = jnp.where(a >= law.sf_p[0], 0.0, cq - allow)
+        # below the table's first threshold x0: f = Q(U <= x) <= Q(U <= x0)
+        f_up = jnp.where(a >= law.sf_p[0], law.cdf_q[0] + err, cq + allow)
         # M == 1: G_{1/sigma}(a) = Phi(Phi^{-1}(1 - a) - 1/sigma).
         exact = _cf.gaussian_curve(a, s)
         beyond = a < sf_p_end
     else:
         x = _law.invert_sf(law, a, "q_cdf")
         _, sp, _, _ = _law.cdf_sf_at(law, x)
-        # The reverse curve has slope -1/t at the threshold t = L(x) (a = Q(L <= t), f = P(L > t)),
-        # unbounded as a -> 0: an absolute cdf error err moves f by up to err (1 + 1/t).  The table
-        # knows the Q-cdf only to err absolutely, so its lower tail (a of the order of err) gave
-        # f far above the truth (sigma = 0.3, M = 2, a = 1e-10: 0.9999998 > the linear test's
-        # 0.9999689).  Deducting the propagated error keeps f a lower bound; where it leaves
+        # The table knows the Q-cdf only to err absolutely, so its lower tail (a of the order of
+        # err) gave f far above the truth (sigma = 0.3, M = 2, a = 1e-10: 0.9999998 > the linear
+        # test's 0.9999689).  Deducting the propagated error keeps f a lower bound; where it leaves
         # nothing the closed-form floor (knowing the round: G_{1/sigma}) takes over in the guard.
-        err = jnp.where(law.log_axis, jnp.maximum(10.0 * law.diag, _law.CDF_ERR), _law.CDF_ERR)
-        t = 1.0 + x / law.sqrt_m
-        f_rev = jnp.where(t > 0.0, sp - err * (1.0 + 1.0 / jnp.where(t > 0.0, t, 1.0)), -1.0)
-        # below the first table entry nothing is known but the floor
-        f = jnp.where(a <= law.cdf_q[0], -1.0, jnp.where(a >= law.cdf_q[law.n_used - 1], 0.0, f_rev))
+        allow = _law.curve_allowance(1.0 + x / law.sqrt_m, err, True)
+        # below the first table entry nothing is known but the envelope
+        low = a <= law.cdf_q[0]
+        top = a >= law.cdf_q[law.n_used - 1]
+        f_lo = jnp.where(low, -1.0, jnp.where(top, 0.0, sp - allow))
+        f_up = jnp.where(low, 2.0, jnp.where(top, law.sf_p[law.n_used - 1] + err, sp + allow))
         exact = _cf.gaussian_curve(a, s)  # G_mu is symmetric
         beyond = a > law.cdf_q[law.n_used - 1]
-    f = jnp.where(a <= 0.0, 1.0, jnp.where(a >= 1.0, 0.0, f))
     weak_tail = beyond & ~law.log_axis & (law.sf_q[law.n_used - 1] > _HANDOVER_MASS)
     bad = ~law.resolved | weak_tail
-    f = _law.guard_curve(a, jnp.minimum(f, 1.0 - a), s, m_safe)
-    return jnp.where(is_one, exact, jnp.where(bad, jnp.nan, f))
+    f_lo, f_up = _law.guard_curve_ends(a, f_lo, f_up, s, m_safe)
+    return jnp.where(is_one, exact, jnp.where(bad, jnp.nan, f_lo)), jnp.where(is_one, exact, jnp.where(bad, jnp.nan, f_up))
 
 
 def _checked_curve(a, sigma, M, reverse, grid_size, upsample, quad_nodes):
+    """(lower, upper) ends of the single-epoch curve, NaN where invalid."""
     a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
     sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
     m, ok_m = _validate.check("M", M, **_M_RANGE)
     if not (jnp.ndim(sigma) == 0 and jnp.ndim(m) == 0):
         a, sigma, m = jnp.broadcast_arrays(a, sigma, m)
-    f = _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes)
-    return _validate.nan_where_invalid(f, ok_a & ok_s & ok_m)
+    lo, up = _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes)
+    ok = ok_a & ok_s & ok_m
+    return _validate.nan_where_invalid(lo, ok), _validate.nan_where_invalid(up, ok)
 
 
 def tradeoff(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
-    r"""Exact single-epoch trade-off :math:`T(P, Q)(a)` of shuffled DP-SGD.
+    r"""Exact single-epoch trade-off :math:`T(P, Q)(a)` of shuffled DP-SGD (its certified lower end).
 
     :math:`a(t) = P(L > t)`, :math:`f(a(t)) = Q(L \le t)` (Neyman-Pearson: the tests threshold L).
-    ``a``, ``sigma`` and ``M`` broadcast; all are traced (jit / vmap / grad).  Error <= 1e-8
-    absolute measured with the defaults (``docs/shuffle_exact.md``); NaN where the law cannot be
-    resolved on the grid or the input is invalid.
+    ``a``, ``sigma`` and ``M`` broadcast; all are traced (jit / vmap / grad).  The computed value
+    minus its propagated cdf error (:func:`tradeoff_ends`); error measured <= 1e-8 absolute with the
+    defaults (``docs/shuffle_exact.md``); NaN where the law cannot be resolved on the grid or the
+    input is invalid.
     """
-    return _checked_curve(a, sigma, M, False, grid_size, upsample, quad_nodes)
+    return _checked_curve(a, sigma, M, False, grid_size, upsample, quad_nodes)[0]
 
 
 def tradeoff_reverse(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
-    r"""Reverse trade-off :math:`T(Q, P)(a)`: :math:`a(t) = Q(L \le t)`, :math:`f = P(L > t)`."""
-    return _checked_curve(a, sigma, M, True, grid_size, upsample, quad_nodes)
+    r"""Reverse trade-off :math:`T(Q, P)(a)`: :math:`a(t) = Q(L \le t)`, :math:`f = P(L > t)` (lower end)."""
+    return _checked_curve(a, sigma, M, True, grid_size, upsample, quad_nodes)[0]
+
+
+def tradeoff_ends(a, sigma, M, *, reverse: bool = False, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
+    r"""``(lower, upper)`` ends of the single-epoch curve: the computed value -/+ its propagated cdf
+    error err (1 + |slope|) (slope -t forward, -1/t reverse at the threshold t; err = 1e-10, or 10x
+    the Chebyshev diagnostic of log-axis tables), clipped into the closed-form envelope.
+    :func:`tradeoff` / :func:`tradeoff_reverse` return the lower end."""
+    return _checked_curve(a, sigma, M, bool(reverse), grid_size, upsample, quad_nodes)
 
 
 def _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
@@ -313,7 +328,8 @@ def _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     shape = a.shape
     fa, fs, fm = a.reshape(-1), sigma.reshape(-1), m.reshape(-1)
     fn = jax.vmap(lambda aa, ss, mm: _tradeoff_impl(aa, ss, mm, reverse, grid_size, upsample, quad_nodes))
-    return fn(fa, fs, fm).reshape(shape)
+    lo, up = fn(fa, fs, fm)
+    return lo.reshape(shape), up.reshape(shape)
 
 
 @partial(jax.jit, static_argnames=("reverse", "quad_nodes", "with_gap"))
@@ -341,11 +357,23 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, return_gap: bool = Fa
     pairs whose line checks fail -- spread-out laws (small M and sigma, the Laplace region), ``a``
     within 1e-8 of 0 or 1, M = 1 -- are recomputed from the tabulated law (:func:`tradeoff`).  Both
     routes agree to <= 1e-9 where both apply (``tests/shuffle/test_exact_law.py``).  Under
-    ``jit`` / ``vmap`` / ``grad`` (traced inputs) every pair uses the tabulated law.
+    ``jit`` / ``vmap`` / ``grad`` (traced inputs) every pair uses the tabulated law.  The curves
+    are the lower ends (:func:`tradeoff_curve_ends` gives both).
 
     ``return_gap``: also the gaps TV(P, Q) of the pairs, shape ``params`` (from the same line nodes
     where the curve comes from the line, else :func:`tv_gap`), returned as ``(f, gap)``.
     """
+    lo, _, gap = _curves(a, sigma, M, reverse, return_gap, grid_size, upsample, quad_nodes)
+    return (lo, gap) if return_gap else lo
+
+
+def tradeoff_curve_ends(a, sigma, M, *, reverse: bool = False, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
+    """``(lower, upper)`` ends of :func:`tradeoff_curves` (see :func:`tradeoff_ends` for the allowance)."""
+    lo, up, _ = _curves(a, sigma, M, reverse, False, grid_size, upsample, quad_nodes)
+    return lo, up
+
+
+def _curves(a, sigma, M, reverse, return_gap, grid_size, upsample, quad_nodes):
     a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
     sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
     m, ok_m = _validate.check("M", M, **_M_RANGE)
@@ -357,28 +385,36 @@ def tradeoff_curves(a, sigma, M, *, reverse: bool = False, return_gap: bool = Fa
     traced = any(_validate.is_traced(x) for x in (a, sigma, m))
     gap = None
     if traced:
-        f = _table_curves(a_f, s_f, m_f, bool(reverse), grid_size, upsample, quad_nodes)
+        lo, up = _table_curves(a_f, s_f, m_f, bool(reverse), grid_size, upsample, quad_nodes)
         if return_gap:
             gap = tv_gap(s_f, m_f, quad_nodes=quad_nodes)
     else:
         out = _line_curves(a_f, s_f, m_f, bool(reverse), quad_nodes, bool(return_gap))
-        f, good = out[0], out[-1]
-        gap = out[1] if return_gap else None
+        lo, up, good = out[0], out[1], out[-1]
+        gap = out[2] if return_gap else None
         good = np.asarray(good) & (np.asarray(m_f) != 1.0)
         redo = np.flatnonzero(~good)
         if redo.size:
             k = _bucket(redo.size)
             idx = np.concatenate([redo, np.full(k - redo.size, redo[0])])
-            ft = _table_curves(a_f, s_f[idx], m_f[idx], bool(reverse), grid_size, upsample, quad_nodes)
-            f = f.at[redo].set(ft[: redo.size])
+            lt, ut = _table_curves(a_f, s_f[idx], m_f[idx], bool(reverse), grid_size, upsample, quad_nodes)
+            lo, up = lo.at[redo].set(lt[: redo.size]), up.at[redo].set(ut[: redo.size])
             if return_gap:
                 gap = gap.at[redo].set(tv_gap(s_f[idx], m_f[idx], quad_nodes=quad_nodes)[: redo.size])
-    f = f.reshape(pshape + ashape)
     okb = ok.reshape(pshape + (1,) * len(ashape)) & ok_a
-    f = _validate.nan_where_invalid(f, okb)
-    if not return_gap:
-        return f
-    return f, _validate.nan_where_invalid(gap.reshape(pshape), ok)
+    lo = _validate.nan_where_invalid(lo.reshape(pshape + ashape), okb)
+    up = _validate.nan_where_invalid(up.reshape(pshape + ashape), okb)
+    if return_gap:
+        gap = _validate.nan_where_invalid(gap.reshape(pshape), ok)
+    return lo, up, gap
+
+
+def tv_gap_ends(sigma, M, **kwargs):
+    """``(lower, upper)`` ends of the single-epoch gap: :func:`tv_gap` -/+ ``ENVELOPE_TOL`` (1e-8), the
+    claimed accuracy of single-epoch values (the contour and the table gaps differ by up to
+    2.7e-9, ``docs/shuffle_exact.md``), clipped to [0, 1].  ``kwargs`` go to :func:`tv_gap`."""
+    g = tv_gap(sigma, M, **kwargs)
+    return jnp.clip(g - ENVELOPE_TOL, 0.0, 1.0), jnp.clip(g + ENVELOPE_TOL, 0.0, 1.0)
 
 
 @partial(jax.jit, static_argnames=("grid_size", "upsample", "quad_nodes"))
