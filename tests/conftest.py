@@ -59,3 +59,20 @@ def _bound_worker_memory():
 
         jax.clear_caches()
         gc.collect()
+
+
+# Tests of one module mostly share compiled programs (module fixtures, the same entry point at the
+# same grid).  With `--dist loadgroup` an ungrouped test goes to whichever worker is free, so both
+# workers compiled the same program side by side: tests/test_calibrate.py's module fixture took
+# 110 s of setup on *each* worker in one run (55 s alone from a cold cache, 18 s from a warm one).
+# So every ungrouped test is grouped with its module; the modules below hold independent heavy
+# tests (each document's blocks, each notebook) and keep per-test distribution.
+_SPLIT_MODULES = {"tests/test_docs.py", "tests/test_notebooks.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module in _SPLIT_MODULES or item.get_closest_marker("xdist_group") is not None:
+            continue
+        item.add_marker(pytest.mark.xdist_group(module))
