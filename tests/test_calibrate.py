@@ -121,13 +121,18 @@ def test_poisson_implicit_gradients_match_finite_differences():
 
     e0, d0 = 2.0, 1e-5
     ge, gd = jax.grad(sig, argnums=(0, 1))(e0, d0)
-    # small steps: the discretised eps(sigma, delta) has slope kinks at lattice points (relative
-    # size ~h), which steps of 1e-3 would average over
-    he, hd = 1e-5 * e0, 1e-4 * d0  # large enough to beat the solver tolerance (rtol 1e-10)
+    # The implicit gradient is the local slope of the search grid's (2^15 cells) discretised
+    # eps(sigma, delta); the returned sigma itself jitters by ~1e-7 absolute between neighbouring
+    # targets (8.5e-8 from a line through 11 points 2e-6 apart, 2026-12-05), so steps of 1e-5
+    # measure that jitter (FD off by 1.1% in eps, 1.4% in delta at 1e-4) rather than the slope.
+    # Steps of 1e-3 average it out: measured |implicit / FD - 1| = 1.5e-4 (eps), 7.4e-4 (delta),
+    # the same at steps of 1e-2 (1.3e-4, 9.2e-4): the local slope of the discretised function and
+    # the smooth slope differ by that much.
+    he, hd = 1e-3 * e0, 1e-3 * d0
     fe = (sig(e0 + he, d0) - sig(e0 - he, d0)) / (2 * he)
     fd = (sig(e0, d0 + hd) - sig(e0, d0 - hd)) / (2 * hd)
-    np.testing.assert_allclose(ge, fe, rtol=1e-4)
-    np.testing.assert_allclose(gd, fd, rtol=1e-4)
+    np.testing.assert_allclose(ge, fe, rtol=3e-4)
+    np.testing.assert_allclose(gd, fd, rtol=2e-3)
 
 
 def test_gdp_mu_calibration_closed_form():
