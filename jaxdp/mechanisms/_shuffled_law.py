@@ -702,17 +702,6 @@ def curve_envelope(a, s, m, e=1.0):
     return jnp.clip(floor, 0.0, ceil), ceil
 
 
-def guard_curve(a, f, s, m):
-    """A computed single-epoch curve checked against :func:`curve_envelope`.
-
-    Below the floor it is raised to it (max of two lower bounds); above the ceiling by more than
-    ``ENVELOPE_TOL`` it is a detected failure (NaN), within it it is set to the ceiling.
-    """
-    floor, ceil = curve_envelope(a, s, m)
-    bad = f > ceil + ENVELOPE_TOL
-    return jnp.where(bad, jnp.nan, jnp.clip(f, floor, ceil))
-
-
 def curve_allowance(t, err, reverse):
     """Propagated cdf error of a single-epoch curve point at threshold t = L(x): err (1 + |slope|).
 
@@ -728,7 +717,7 @@ def curve_allowance(t, err, reverse):
 
 
 def guard_curve_ends(a, lo, up, s, m):
-    """(lower, upper) ends of a computed single-epoch curve bracket, checked like :func:`guard_curve`.
+    """(lower, upper) ends of a computed single-epoch curve bracket, checked against :func:`curve_envelope`.
 
     The lower end is guarded as a computed curve (raised to the floor; NaN above the ceiling by more
     than ``ENVELOPE_TOL``); the upper end is clipped into the envelope, whose ceiling is itself an
