@@ -16,11 +16,46 @@ switches this off; a cache directory the user already gave JAX (``JAX_COMPILATIO
 device, so a stale entry is never used.
 """
 
+import functools
 import os
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
+
+#: XLA options of jaxdp's own compiled programs (a user's programs keep theirs).  XLA's CPU fusion
+#: emitters, on by default, cost a third more compile time and twice the compiler's memory on the
+#: PLD programs (docs/performance.md measures it) without running them faster; every backend other
+#: than the CPU ignores the option.
+COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+
+
+def jit(fun=None, **kwargs):
+    """``jax.jit`` whose top-level calls compile with :data:`COMPILER_OPTIONS`.
+
+    JAX accepts compiler options only on the outermost program, so a call from inside another trace
+    (a tracer among the arguments, or, with constant arguments only, JAX's refusal) runs the plain
+    ``jax.jit`` of the same function and inherits the caller's options.  Also usable as
+    ``functools.partial(jit, static_argnames=...)``.
+    """
+    if fun is None:
+        return functools.partial(jit, **kwargs)
+    plain = jax.jit(fun, **kwargs)
+    tuned = jax.jit(fun, compiler_options=COMPILER_OPTIONS, **kwargs)
+
+    @functools.wraps(fun)
+    def call(*args, **kw):
+        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kw))):
+            return plain(*args, **kw)
+        try:
+            return tuned(*args, **kw)
+        except ValueError as e:
+            if "compiler_options" not in str(e):
+                raise
+            return plain(*args, **kw)
+
+    return call
+
 
 #: Programs that compile faster than this are not worth a disk entry.
 CACHE_MIN_COMPILE_SECONDS = 0.5

@@ -35,6 +35,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from ._config import jit
 from . import _config  # noqa: F401  (float64)
 from . import events as _events
 from ._batch import broadcast_map
@@ -72,11 +73,12 @@ def _plds(comps, grid, delta=None):
             tail=jnp.maximum(_TAIL_PER_DELTA * delta / jnp.maximum(steps, 1.0), grid.tail),
             window_tail=jnp.maximum(_WINDOW_TAIL_PER_DELTA * delta, grid.window_tail),
         )
-    return [_pld.compose(comps, d, grid, **kw) for d in DIRECTIONS]
+    return _pld.compose_directions(comps, grid, DIRECTIONS, **kw)
 
 
-def _worst(values):
-    return jnp.max(jnp.stack(values), axis=0)
+def _worst(plds, fn):
+    """The worse direction's ``fn(pld)`` (the larger), over a :func:`_plds` stack."""
+    return jax.tree_util.tree_map(lambda x: jnp.max(x, axis=0), _pld.map_directions(fn, plds))
 
 
 def _gdp_mu(comps):
@@ -97,7 +99,7 @@ def _below_gauss(lo, gauss_value, x, mu):
     return jnp.where(ok & jnp.isfinite(g), jnp.minimum(lo, g), lo)
 
 
-@functools.partial(jax.jit, static_argnames=("neighboring", "grid"))
+@functools.partial(jit, static_argnames=("neighboring", "grid"))
 def _epsilon_core(event, delta, ok_delta, neighboring, grid):
     comps, ok = _flat(event, neighboring)
     ok = ok & ok_delta
@@ -108,51 +110,50 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid):
 
     def one(d):
         ps = _plds(comps, grid, d)
+        up, lo = _worst(ps, lambda p: (p.epsilon_upper(d), p.epsilon_lower(_pld.lower_bound_delta(d))))
         # eps >= 0 by convention (delta(0) <= delta: the guarantee holds at eps = 0)
-        up = jnp.maximum(_worst([p.epsilon_upper(d) for p in ps]), 0.0)
-        lo = jnp.maximum(_worst([p.epsilon_lower(_pld.lower_bound_delta(d)) for p in ps]), 0.0)
+        up, lo = jnp.maximum(up, 0.0), jnp.maximum(lo, 0.0)
         return _below_gauss(lo, _tf.gaussian_epsilon, d, mu), up
 
     lo, up = broadcast_map(one, jnp.where(ok_delta, delta, 1e-5))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
-@functools.partial(jax.jit, static_argnames=("neighboring", "grid"))
+@functools.partial(jit, static_argnames=("neighboring", "grid"))
 def _delta_core(event, epsilon, ok_eps, neighboring, grid):
     comps, ok = _flat(event, neighboring)
     ok = ok & ok_eps
     if not comps:
         return nan_where_invalid(jnp.zeros_like(epsilon), ok), nan_where_invalid(jnp.zeros_like(epsilon), ok)
     e = jnp.where(ok_eps, epsilon, 1.0)
-    ps = _plds(comps, grid)
-    up = _worst([p.delta_upper(e) for p in ps])
+    up, lo = _worst(_plds(comps, grid), lambda p: (p.delta_upper(e), p.delta_lower(e)))
     gauss_delta = lambda x, m: jnp.clip(_tf.gaussian_delta_unchecked(x, m), 0.0, 1.0)  # noqa: E731
-    lo = _below_gauss(_worst([p.delta_lower(e) for p in ps]), gauss_delta, e, _gdp_mu(comps))
+    lo = _below_gauss(lo, gauss_delta, e, _gdp_mu(comps))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
-@functools.partial(jax.jit, static_argnames=("neighboring", "grid", "num_eps"))
+@functools.partial(jit, static_argnames=("neighboring", "grid", "num_eps"))
 def _tradeoff_core(event, a, ok_a, neighboring, grid, num_eps):
     comps, ok = _flat(event, neighboring)
     ok = ok & ok_a
     if not comps:
         return nan_where_invalid(1.0 - a, ok), nan_where_invalid(1.0 - a, ok)
-    pr, pa = _plds(comps, grid)
+    ps = _plds(comps, grid)
     # a curve valid for both ordered pairs is conv(min(f_r, f_a)), whose profile is
     # max(delta_r, delta_a); its sup over a finite eps grid keeps it a lower bound
-    hi = jnp.maximum(pr.losses[-1], pa.losses[-1])
+    hi = _worst(ps, lambda p: p.losses[-1])
     eps = jnp.concatenate(
         [-jnp.geomspace(1e-6, 1.0, num_eps // 4)[::-1] * hi, jnp.linspace(0.0, 1.0, num_eps - num_eps // 4) * hi]
     )
-    prof = jnp.maximum(pr.delta_upper(eps), pa.delta_upper(eps))
-    lo = curve_from_profile(prof, eps, a)
-    up = jnp.minimum(pr.tradeoff_upper(a), pa.tradeoff_upper(a))
+    prof, up = _pld.map_directions(lambda p: (p.delta_upper(eps), p.tradeoff_upper(a)), ps)
+    lo = curve_from_profile(jnp.max(prof, axis=0), eps, a)
+    up = jnp.min(up, axis=0)
     mu = _gdp_mu(comps)  # the truth is >= G_mu: an upper end below it is raised to it
     up = jnp.maximum(up, jnp.where(jnp.isfinite(mu), _tf.gaussian(a, jnp.where(jnp.isfinite(mu), mu, 0.0)), 0.0))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
-@functools.partial(jax.jit, static_argnames=("neighboring", "grid", "direction"))
+@functools.partial(jit, static_argnames=("neighboring", "grid", "direction"))
 def _pld_core(event, neighboring, grid, direction):
     comps, _ = _flat(event, neighboring)
     return _pld.compose(comps, direction, grid)

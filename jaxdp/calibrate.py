@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._config import jit
 from . import _config  # noqa: F401  (float64: deltas of 1e-10, roots to 1e-10 relative)
 from . import closed_forms as _cf
 from .accountant import account
@@ -649,7 +650,7 @@ def _poisson_sigma_guess(eps, delta, q, steps):
     return jnp.clip(jnp.where(jnp.isfinite(s0), s0, 1.0), 0.05, 1e3)
 
 
-@functools.partial(jax.jit, static_argnames=_OPTS)
+@functools.partial(jit, static_argnames=_OPTS)
 def _poisson_sigma_core(eps, delta, q, steps, *, rtol, max_steps, direction, grid, search_grid, sigma_range):
     fn = _poisson_eps(direction, search_grid)
     cert = _certifier(direction, grid, search_grid)
@@ -703,7 +704,7 @@ def poisson_noise_multiplier(epsilon, delta, *, sampling_probability, num_steps,
     return _finalize(sol, ok, throw, "poisson noise_multiplier calibration")
 
 
-@functools.partial(jax.jit, static_argnames=("direction",))
+@functools.partial(jit, static_argnames=("direction",))
 def _guarded(eps, sigma, delta, q, steps, *, direction):
     return jnp.vectorize(lambda *a: _poisson_guarded(*a, direction))(eps, sigma, delta, q, steps)
 
@@ -731,7 +732,7 @@ def _certified_eagerly(sol, eps, delta, q, steps, *, direction, grid):
     return Solution(value=sol.value, root=sol.root, result=sol.result, stats=stats)
 
 
-@functools.partial(jax.jit, static_argnames=("direction", "grid", "search_grid", "max_epochs"))
+@functools.partial(jit, static_argnames=("direction", "grid", "search_grid", "max_epochs"))
 def _poisson_epochs_core(eps, delta, sigma, q, spe, *, direction, grid, search_grid, max_epochs):
     def in_epochs(fn0):
         if fn0 is None:
@@ -797,7 +798,7 @@ def _shuffle_attr(name):
     return fn
 
 
-@functools.partial(jax.jit, static_argnames=("eps_fn", "rtol", "max_steps", "sigma_range"))
+@functools.partial(jit, static_argnames=("eps_fn", "rtol", "max_steps", "sigma_range"))
 def _shuffle_sigma_core(eps, delta, m, epochs, *, eps_fn, rtol, max_steps, sigma_range):
     fn0 = _shuffle_eps_guarded(eps_fn)
 
@@ -828,7 +829,7 @@ def shuffle_noise_multiplier(epsilon, delta, *, num_rounds, num_epochs=1, rtol=1
     return _finalize(sol, ok, throw, "shuffle noise_multiplier calibration")
 
 
-@functools.partial(jax.jit, static_argnames=("gap_fn", "method", "rtol", "max_rounds"))
+@functools.partial(jit, static_argnames=("gap_fn", "method", "rtol", "max_rounds"))
 def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
     fn0 = _shuffle_gap_guarded(gap_fn, method)
 
@@ -889,7 +890,7 @@ def samples(*, delta_gap, noise_multiplier, batch_size, num_epochs=1, method="ex
     return m * b, m_real * b
 
 
-@functools.partial(jax.jit, static_argnames=("gap_fn", "method", "max_epochs"))
+@functools.partial(jit, static_argnames=("gap_fn", "method", "max_epochs"))
 def _shuffle_epochs_core(gap, sigma, m, *, gap_fn, method, max_epochs):
     fn0 = _shuffle_gap_guarded(gap_fn, method)
 
@@ -905,7 +906,7 @@ def _shuffle_epochs_core(gap, sigma, m, *, gap_fn, method, max_epochs):
     return _batched(one, gap, sigma, m)
 
 
-@functools.partial(jax.jit, static_argnames=("eps_fn", "max_epochs"))
+@functools.partial(jit, static_argnames=("eps_fn", "max_epochs"))
 def _shuffle_epochs_eps_core(eps, delta, sigma, m, *, eps_fn, max_epochs):
     fn0 = _shuffle_eps_guarded(eps_fn)
 
@@ -985,7 +986,7 @@ def _mu_fn(sampling):
     return fn
 
 
-@functools.partial(jax.jit, static_argnames=("sampling",))
+@functools.partial(jit, static_argnames=("sampling",))
 def _mu_core(mu, a, b, *, sampling):
     fn = _mu_fn(sampling)
 
@@ -1078,7 +1079,7 @@ def _event_eps(build, neighboring, grid):
     return fn
 
 
-@functools.partial(jax.jit, static_argnames=(
+@functools.partial(jit, static_argnames=(
     "build", "decreasing", "lower_limit", "upper_limit", "log_scale", "integer", "neighboring", "grid",
     "search_grid", "rtol", "max_steps"))
 def _event_core(eps, delta, params, lower, upper, *, build, decreasing, lower_limit, upper_limit, log_scale,

@@ -20,6 +20,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from ._config import jit
 from . import _config  # noqa: F401
 from . import closed_forms as _cf
 from ._batch import broadcast_map
@@ -66,6 +67,7 @@ _WINDOW_TAIL_PER_DELTA = 1e-7
 
 
 def _plds(sigma, q, steps, direction, grid, delta=None):
+    """The certified PLDs of the requested directions, stacked (:func:`jaxdp.core.pld.compose_directions`)."""
     m = SubsampledGaussian(noise_multiplier=sigma, sampling_probability=q)
     k = steps.astype(jnp.int64)
     dirs = ("remove", "add") if direction == "both" else (direction,)
@@ -75,7 +77,7 @@ def _plds(sigma, q, steps, direction, grid, delta=None):
             tail=jnp.maximum(_TAIL_PER_DELTA * delta / jnp.maximum(steps, 1.0), grid.tail),
             window_tail=jnp.maximum(_WINDOW_TAIL_PER_DELTA * delta, grid.window_tail),
         )
-    return [_pld.self_compose(m, k, d, grid, **kw) for d in dirs]
+    return _pld.compose_directions([(m, k)], grid, dirs, **kw)
 
 
 Bracket = _pld.Bracket
@@ -160,11 +162,25 @@ def _implicit(e, delta, mu):
     return e - (g - jax.lax.stop_gradient(g)) / dg
 
 
-def _eps_lower_guard(delta, s, q, t):
-    """Rigorous lower bound on the remove-direction eps_T(delta) (post-processing, see above)."""
+def _guard_problems(delta, s, q, t):
+    """The Gaussian eps(delta; mu) problems of :func:`_eps_lower_guard`: its (deltas, mus), one step
+    first, then m steps all sampled for a few m (the bound's best m grows with T)."""
     d, s, q, t = (jax.lax.stop_gradient(x) for x in (delta, s, q, t))
+    cands = jnp.maximum(jnp.stack([t, jnp.floor(t**0.75), jnp.floor(t**0.5), jnp.floor(t**0.25)]), 1.0)
+    log_ratio = jnp.log(d) - cands * jnp.log(q)
+    deltas = jnp.concatenate([jnp.minimum(d / q, 1.0)[None], jnp.exp(jnp.minimum(log_ratio, 0.0))])
+    return deltas, jnp.concatenate([(1.0 / s)[None], jnp.sqrt(cands) / s]), cands, log_ratio
+
+
+def _eps_lower_guard(delta, s, q, t, e_lower):
+    """Rigorous lower bound on the remove-direction eps_T(delta) (post-processing, see above).
+
+    ``e_lower``: the lower ends of :func:`_gauss_eps_bounds` on :func:`_guard_problems` (the caller
+    bisects them together with its own problems: one search loop to compile)."""
+    _, _, cands, log_ratio = _guard_problems(delta, s, q, t)
+    s, q = jax.lax.stop_gradient(s), jax.lax.stop_gradient(q)
     # one step, exact: eps_1 = log(1 - q + q e^{eps_G(delta / q; 1/s)})
-    e1, _ = _gauss_eps_bounds(jnp.minimum(d / q, 1.0), 1.0 / s)
+    e1 = e_lower[0]
     # log(1 + q expm1(e1)) (not logaddexp of the two terms: that rounds e1 = 0 to 4e-17 > 0, above
     # an exact answer 0, and the guard then declared it a failure); in log form for large e1
     big = e1 > 30.0
@@ -172,10 +188,7 @@ def _eps_lower_guard(delta, s, q, t):
                    jnp.log1p(q * jnp.expm1(jnp.minimum(e1, 30.0))))
     lb = jnp.where(q >= 1.0, e1, lb)
     # m steps all sampled: eps_G(delta / q^m; sqrt(m) / s) + m log q
-    # a few m (the bound's best m grows with T; each costs one bisection)
-    cands = jnp.maximum(jnp.stack([t, jnp.floor(t**0.75), jnp.floor(t**0.5), jnp.floor(t**0.25)]), 1.0)
-    log_ratio = jnp.log(d) - cands * jnp.log(q)
-    em, _ = _gauss_eps_bounds(jnp.exp(jnp.minimum(log_ratio, 0.0)), jnp.sqrt(cands) / s)
+    em = e_lower[1:]
     lbm = jnp.where(log_ratio < 0.0, em + cands * jnp.log(q), 0.0)
     lb = jnp.maximum(lb, jnp.max(lbm))
     return jnp.maximum(lb - _REL * jnp.abs(lb), 0.0)
@@ -224,7 +237,7 @@ def _curve_margin(a, mu):
     return _REL + 8.0 * 2.0**-52 * (zi + mu + 1.0) * (zi + mu + 2.0)
 
 
-@functools.partial(jax.jit, static_argnames=("direction", "grid", "upper_only"))
+@functools.partial(jit, static_argnames=("direction", "grid", "upper_only"))
 def _eps_core(d, s, q, t, ok, direction, grid, upper_only=False):
     fn = lambda d_, s_, q_, t_: _eps_scalar(d_, s_, q_, t_, direction, grid, upper_only)  # noqa: E731
     d, s, q, t, ok = jnp.broadcast_arrays(d, s, q, t, ok)
@@ -232,7 +245,7 @@ def _eps_core(d, s, q, t, ok, direction, grid, upper_only=False):
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
-@functools.partial(jax.jit, static_argnames=("direction", "grid"))
+@functools.partial(jit, static_argnames=("direction", "grid"))
 def _delta_core(e, s, q, t, ok, direction, grid):
     fn = lambda e_, s_, q_, t_: _delta_scalar(e_, s_, q_, t_, direction, grid)  # noqa: E731
     e, s, q, t, ok = jnp.broadcast_arrays(e, s, q, t, ok)
@@ -240,7 +253,7 @@ def _delta_core(e, s, q, t, ok, direction, grid):
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
-@functools.partial(jax.jit, static_argnames=("direction", "grid", "num_eps"))
+@functools.partial(jit, static_argnames=("direction", "grid", "num_eps"))
 def _tradeoff_core(a, oka, s, q, t, ok, direction, grid, num_eps):
     s, q, t, ok = jnp.broadcast_arrays(s, q, t, ok)
 
@@ -254,31 +267,40 @@ def _tradeoff_core(a, oka, s, q, t, ok, direction, grid, num_eps):
 
 def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
     ps = _plds(sigma, q, steps, direction, grid, delta)
+    d_lo = _pld.lower_bound_delta(delta)  # lower ends robust at jumps of eps(delta)
+
+    def conv(p):
+        u = p.epsilon_upper(delta)
+        return u, (u if upper_only else p.epsilon_lower(d_lo))
+
+    ups, los = _pld.map_directions(conv, ps)
     # eps >= 0 by convention (delta(0) <= delta means the guarantee holds at eps = 0)
-    up = jnp.maximum(jnp.max(jnp.stack([p.epsilon_upper(delta) for p in ps])), 0.0)
+    up = jnp.maximum(jnp.max(ups), 0.0)
     # q = 1: the Gaussian with mu = sqrt(T) / sigma, in closed form (no discretisation, no float
     # floor: finite for any delta > 0)
     mu = jnp.sqrt(steps) / sigma
-    g_hi = _gauss_eps_bounds(delta, mu)[1]
+    # every closed-form search of this value in one bisection: G_mu's upper eps at delta, its lower
+    # eps at d_lo, and the lower guard's problems
+    gd, gm, _, _ = _guard_problems(d_lo, sigma, q, steps)
+    g_lo_all, g_hi_all = _gauss_eps_bounds(jnp.concatenate([jnp.stack([delta, d_lo]), gd]),
+                                           jnp.concatenate([jnp.stack([mu, mu]), gm]))
+    g_hi, g_lo = g_hi_all[0], g_lo_all[1]
     gauss = q >= 1.0
     up = jnp.where(gauss & (g_hi <= up), _implicit(g_hi, delta, mu), up)
-    d_lo = _pld.lower_bound_delta(delta)  # lower ends robust at jumps of eps(delta)
-    g_lo = _gauss_eps_bounds(d_lo, mu)[0]
-    lb = _eps_lower_guard(d_lo, sigma, q, steps) if direction != "add" else jnp.zeros_like(up)
+    lb = _eps_lower_guard(d_lo, sigma, q, steps, g_lo_all[2:]) if direction != "add" else jnp.zeros_like(up)
     lb = jnp.where(gauss, jnp.maximum(lb, g_lo), lb)
     # a pessimistic value below a rigorous lower bound is a detected failure
     up = jnp.where(up < lb, jnp.inf, up)
     if upper_only:  # the plain entry point: skip the lower bound's conversion
         return up, up
-    lo = jnp.maximum(jnp.max(jnp.stack([p.epsilon_lower(d_lo) for p in ps])), 0.0)
+    lo = jnp.maximum(jnp.max(los), 0.0)
     lo = jnp.minimum(jnp.maximum(lo, lb), up)
     return lo, up
 
 
 def _delta_scalar(eps, sigma, q, steps, direction, grid):
-    ps = _plds(sigma, q, steps, direction, grid)
-    up = jnp.max(jnp.stack([p.delta_upper(eps) for p in ps]))
-    lo = jnp.max(jnp.stack([p.delta_lower(eps) for p in ps]))
+    ups, los = _pld.map_directions(lambda p: (p.delta_upper(eps), p.delta_lower(eps)), _plds(sigma, q, steps, direction, grid))
+    up, lo = jnp.max(ups), jnp.max(los)
     mu = jnp.sqrt(steps) / sigma
     g_lo, g_hi = _gauss_delta_bounds(eps, mu)
     gauss = q >= 1.0
@@ -355,20 +377,18 @@ def _tradeoff_scalar_params(a, sigma, q, steps, direction, grid, num_eps):
 
 def _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps):
     ps = _plds(sigma, q, steps, direction, grid)
-    if len(ps) == 1:
-        p = ps[0]
-        return p.tradeoff_lower(a), p.tradeoff_upper(a)
+    if direction != "both":
+        return tuple(x[0] for x in _pld.map_directions(lambda p: (p.tradeoff_lower(a), p.tradeoff_upper(a)), ps))
     # both directions: a curve valid for every ordered pair of neighbours is conv(min(f_r, f_a)),
     # whose profile is max(delta_r, delta_a); the sup over a finite eps grid keeps it a lower bound.
-    pr, pa = ps
-    hi = jnp.maximum(pr.losses[-1], pa.losses[-1])
+    hi = jnp.max(_pld.map_directions(lambda p: p.losses[-1], ps))
     eps = jnp.concatenate([-jnp.geomspace(1e-6, 1.0, num_eps // 4)[::-1] * hi, jnp.linspace(0.0, 1.0, num_eps - num_eps // 4) * hi])
-    prof = jnp.maximum(pr.delta_upper(eps), pa.delta_upper(eps))
+    profs, ups = _pld.map_directions(lambda p: (p.delta_upper(eps), p.tradeoff_upper(a)), ps)
+    prof = jnp.max(profs, axis=0)
     # (the pointwise min(f_r, f_a) is also a valid bound but not convex, i.e. not a trade-off
     # function; the property suite found a point where it lies 3.7e-3 above a chord)
     lo_curve = _tf.curve_from_profile(prof, eps, a)
-    up_curve = jnp.minimum(pr.tradeoff_upper(a), pa.tradeoff_upper(a))
-    return lo_curve, up_curve
+    return lo_curve, jnp.min(ups, axis=0)
 
 
 def tradeoff_bracket(a, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID, num_eps: int = 4096):

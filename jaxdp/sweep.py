@@ -31,6 +31,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from ._config import jit
 from . import _config  # noqa: F401
 
 
@@ -69,7 +70,7 @@ def _runner(fn, names, sharded, batch_size):
     else:
         local = lambda *cols: lax.map(lambda xs: one(*xs), cols, batch_size=batch_size)  # noqa: E731
     if not sharded:
-        return jax.jit(local), None
+        return jit(local), None
     mesh = _mesh()
     spec = NamedSharding(mesh, P("points"))
     if batch_size is not None:
@@ -77,7 +78,7 @@ def _runner(fn, names, sharded, batch_size):
         # check rejects; every point is computed independently, so nothing needs the check)
         local = jax.shard_map(local, mesh=mesh, in_specs=(P("points"),) * len(names), out_specs=P("points"),
                               check_vma=False)
-    return jax.jit(local, in_shardings=(spec,) * len(names), out_shardings=spec), spec
+    return jit(local, in_shardings=(spec,) * len(names), out_shardings=spec), spec
 
 
 def _progress(done, total, t0, stream):

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ._config import jit
 from . import _config  # noqa: F401
 from . import calibrate as _cal
 
@@ -85,7 +86,7 @@ def tune_batch_size(*, epsilon, delta, num_examples, num_epochs, init_batch_size
                                    num_epochs=num_epochs, grid=grid)
         return loss(s, b, t)
 
-    lb, hist = jax.jit(lambda p: minimize(objective, p, optimizer=optimizer or optax.adam(0.1),
+    lb, hist = jit(lambda p: minimize(objective, p, optimizer=optimizer or optax.adam(0.1),
                                           num_steps=num_steps))(jnp.log(jnp.asarray(init_batch_size, jnp.float64)))
     s, b, t = calibrated_sigma(lb, epsilon=epsilon, delta=delta, num_examples=num_examples, num_epochs=num_epochs,
                                grid=grid)

@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betainc
 
+from jaxdp._config import jit
 from jaxdp import _config  # noqa: F401  (float64)
 from jaxdp._validate import check, check_static_int, nan_where_invalid
 
@@ -124,7 +125,7 @@ def _empirical_bernstein(x, beta):
     return mean, jnp.clip(mean - w, 0.0, 1.0), jnp.clip(mean + w, 0.0, 1.0)
 
 
-@jax.jit
+@jit
 def _audit_core(loss_p, loss_q, alpha, confidence):
     n, m = loss_p.shape[0], loss_q.shape[0]
     beta = 1.0 - confidence
@@ -255,7 +256,7 @@ def _epoch_losses(key, sigma, num_rounds, shifted, batch, block):
     return mx + jnp.log(se) - 0.5 * inv_s * inv_s - jnp.log(float(num_rounds))
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6, 7))
+@functools.partial(jit, static_argnums=(2, 3, 4, 5, 6, 7))
 def _draw_losses(key, sigma, M, E, n, B, K, shifted):
     total = n * E
     nbatch = -(-total // B)

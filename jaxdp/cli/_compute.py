@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxdp  # noqa: F401  (float64 before anything is traced)
+from jaxdp._config import jit
 from jaxdp import closed_forms as _cf
 
 MAX_ROUNDS = 1e12
@@ -105,7 +106,7 @@ def _clt_rounds(delta, sigma, epochs):
     return epochs * _cf.ratio_variance(sigma) / _cf.gaussian_mu_of_tv(delta) ** 2
 
 
-@functools.partial(jax.jit, static_argnames=("multi_epoch",))
+@functools.partial(jit, static_argnames=("multi_epoch",))
 def _plan_core(delta, sigma, epochs, multi_epoch):
     from ..mechanisms import shuffled as _exact
     from ..shuffle import closed_form as cf
@@ -134,7 +135,7 @@ def plan(delta, sigma, epochs):
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-@jax.jit
+@jit
 def _gap_curve_e1(sigma, ms):
     from ..mechanisms import shuffled as _exact
     from ..shuffle import asymptotics as asy
@@ -169,7 +170,7 @@ TABLE_A = (1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3, 0.5)
 CURVE_A = tuple(np.concatenate([[0.0], np.logspace(-6, -2, 25), np.linspace(0.0125, 1.0, 80)]).tolist())
 
 
-@functools.partial(jax.jit, static_argnames=("multi_epoch",))
+@functools.partial(jit, static_argnames=("multi_epoch",))
 def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
     from .. import shuffle as sh
     from ..mechanisms import shuffled as _exact
@@ -212,7 +213,7 @@ def shuffle_report(sigma, rounds, epochs, deltas):
 # ------------------------------------------------------------------------------------------------
 
 
-@jax.jit
+@jit
 def _poisson_core(sigma, q, t, deltas, epsilons, a):
     from .. import poisson as po
     from ..shuffle import asymptotics as asy
@@ -241,7 +242,7 @@ def poisson_report(sigma, q, steps, deltas, epsilons):
 # ------------------------------------------------------------------------------------------------
 
 
-@jax.jit
+@jit
 def _compare_core(delta, sigma, m, e):
     from .. import poisson as po
     from .. import shuffle as sh

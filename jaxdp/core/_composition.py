@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _config  # noqa: F401  (float64)
+from .._pytree import pytree_dataclass
 from ._conversions import _mgf_orders
 from ._distribution import PLD
 from ._grid import DEFAULT_GRID, Grid
@@ -524,6 +525,66 @@ def _stage_two(s1, T, Tf, k1, h1, h2, xlT, ts, K1, n, n1):
     return k2, out2, w_lo2, alias2, inf2, excess
 
 
+DIRECTIONS = ("remove", "add")
+
+
+@pytree_dataclass
+class _Directed:
+    """A mechanism fixed to the direction ``DIRECTIONS[index]``, with ``index`` traced.
+
+    Lets one traced composition serve both directions (:func:`compose_directions`): only the
+    mechanism's own law is written twice (a ``lax.switch``, which runs one branch)."""
+
+    mechanism: object
+    index: jax.Array
+
+    def prepare(self):
+        return _Directed(self.mechanism.prepare(), self.index)
+
+    def privacy_loss_sf(self, x, direction=None):
+        m = self.mechanism
+        return lax.switch(self.index, [lambda y, d=d: m.privacy_loss_sf(y, d) for d in DIRECTIONS], x)
+
+    def privacy_loss_range(self, direction, tail):
+        m = self.mechanism
+        return lax.switch(self.index, [lambda t, d=d: tuple(jnp.asarray(v, jnp.float64) for v in m.privacy_loss_range(d, t))
+                                       for d in DIRECTIONS], jnp.asarray(tail, jnp.float64))
+
+    def gdp_mu(self):
+        return self.mechanism.gdp_mu()
+
+
+def compose_directions(components, grid: Grid = DEFAULT_GRID, directions=DIRECTIONS, *, tail=None, window_tail=None) -> PLD:
+    """:func:`compose` for each of ``directions``, stacked along a leading axis (one per direction).
+
+    One traced program serves every direction (a ``lax.map`` over the direction index): the
+    composition and everything computed from the result compile once instead of once per
+    direction, which is most of a cold call's compile time (docs/performance.md).  Mechanisms are
+    prepared (:meth:`prepare`) once, outside the loop."""
+    components = [(m.prepare(), k) for m, k in components]
+    idx = jnp.asarray([DIRECTIONS.index(d) for d in directions])
+    if len(directions) == 1:
+        return _stack1(compose(components, directions[0], grid, tail=tail, window_tail=window_tail))
+
+    def one(i):
+        return compose([(_Directed(m, i), k) for m, k in components], DIRECTIONS[0], grid, tail=tail,
+                       window_tail=window_tail)
+
+    return lax.map(one, idx)
+
+
+def map_directions(fn, plds):
+    """``fn(pld)`` for each PLD of a :func:`compose_directions` stack (one traced program), stacked."""
+    if jax.tree_util.tree_leaves(plds)[0].shape[0] == 1:
+        return _stack1(fn(jax.tree_util.tree_map(lambda x: x[0], plds)))
+    return lax.map(fn, plds)
+
+
+def _stack1(tree):
+    """A one-entry stack (what ``lax.map`` over one direction would return)."""
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], tree)
+
+
 def max_width(los, his):
     w = 0.0
     for lo, hi in zip(los, his):
@@ -538,4 +599,4 @@ def self_compose(
     return compose([(mechanism, count)], direction=direction, grid=grid, tail=tail, window_tail=window_tail)
 
 
-__all__ = ["compose", "self_compose", "ctd_pmf", "max_width"]
+__all__ = ["compose", "compose_directions", "map_directions", "self_compose", "ctd_pmf", "max_width"]

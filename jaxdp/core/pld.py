@@ -72,9 +72,10 @@ The engine is split by idea: :mod:`jaxdp.core._grid` (the static :class:`Grid`),
 
 from __future__ import annotations
 
-from ._composition import compose, ctd_pmf, max_width, self_compose
+from ._composition import compose, compose_directions, ctd_pmf, map_directions, max_width, self_compose
 from ._distribution import PLD, Bracket, lower_bound_delta
 from ._grid import DEFAULT_GRID, Grid
 
-__all__ = ["Grid", "DEFAULT_GRID", "Bracket", "PLD", "lower_bound_delta", "compose", "self_compose", "ctd_pmf",
+__all__ = ["Grid", "DEFAULT_GRID", "Bracket", "PLD", "lower_bound_delta", "compose", "compose_directions", "map_directions",
+           "self_compose", "ctd_pmf",
            "max_width"]

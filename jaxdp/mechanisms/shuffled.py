@@ -50,6 +50,7 @@ import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
 import jaxdp._config  # noqa: F401  (float64)
+from jaxdp._config import jit
 from jaxdp import closed_forms as _cf
 from jaxdp import _validate
 from jaxdp.mechanisms import _shuffled_gap as _gap
@@ -241,7 +242,7 @@ class PreparedShuffledGaussian(ShuffledGaussian):
 _HANDOVER_MASS = 3e-3
 
 
-@partial(jax.jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
+@partial(jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
 def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     """(lower, upper) of the single-epoch curve from the tabulated law."""
     is_one = m == 1.0
@@ -332,12 +333,12 @@ def _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     return lo.reshape(shape), up.reshape(shape)
 
 
-@partial(jax.jit, static_argnames=("reverse", "quad_nodes", "with_gap"))
+@partial(jit, static_argnames=("reverse", "quad_nodes", "with_gap"))
 def _line_curves(a, sigma, m, reverse, quad_nodes, with_gap=False):
     return jax.vmap(lambda s_, m_: _gap.line_curve(a, s_, m_, nz=quad_nodes, reverse=reverse, with_gap=with_gap))(sigma, m)
 
 
-@partial(jax.jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
+@partial(jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
 def _table_curves(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     return jax.vmap(lambda s_, m_: _tradeoff_impl(a, s_, m_, reverse, grid_size, upsample, quad_nodes))(sigma, m)
 
@@ -417,13 +418,13 @@ def tv_gap_ends(sigma, M, **kwargs):
     return jnp.clip(g - ENVELOPE_TOL, 0.0, 1.0), jnp.clip(g + ENVELOPE_TOL, 0.0, 1.0)
 
 
-@partial(jax.jit, static_argnames=("grid_size", "upsample", "quad_nodes"))
+@partial(jit, static_argnames=("grid_size", "upsample", "quad_nodes"))
 def _tv_impl(sigma, m, grid_size, upsample, quad_nodes):
     cp, sp, cq, sq = _cdf_sf(sigma, m, jnp.zeros(()), grid_size, upsample, quad_nodes, 1e-10)
     return jnp.where(m == 1.0, sq - sp, _law.guard_gap(sq - sp, 1.0 / sigma, jnp.where(m == 1.0, 2.0, m)))
 
 
-@partial(jax.jit, static_argnames=("quad_nodes",))
+@partial(jit, static_argnames=("quad_nodes",))
 def _tv_contour_impl(sigma, m, quad_nodes):
     is_one = m == 1.0
     m_safe = jnp.where(is_one, 2.0, m)

@@ -51,6 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._config import jit
 from .._validate import check_choice, check, check_broadcast
 from ._common import (check_alpha, check_epsilon, prepare_samples, nan_where_invalid, solve_increasing,
                       log_g_laplace, is_traced)
@@ -179,7 +180,7 @@ def _exact_scale(noise, scale_of, lo, hi, args, eps, *, grid, order, exact_iters
     return jnp.where(jnp.isfinite(v), scale_of(jnp.where(jnp.isfinite(v), v, 1.0)), jnp.inf)
 
 
-@functools.partial(jax.jit, static_argnames=("method", "grid", "order", "exact_iters"))
+@functools.partial(jit, static_argnames=("method", "grid", "order", "exact_iters"))
 def laplace_scale(x, wx, y, wy, alpha, eps, *, method="theorem1", grid=256, order=8, exact_iters=28):
     """Kernel (no validation, jit/vmap-able over alpha, eps, weights): calibrated Laplace b."""
     return _scale("laplace", x, wx, y, wy, alpha, eps, method, grid, order, exact_iters)
@@ -208,7 +209,7 @@ def _gaussian_sufficient(d, lm, w2, winf, alpha, eps, method):
     return jnp.where(winf > 0, s, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("method", "grid", "order", "exact_iters"))
+@functools.partial(jit, static_argnames=("method", "grid", "order", "exact_iters"))
 def gaussian_scale(x, wx, y, wy, alpha, eps, *, method="theorem2", grid=192, order=6, exact_iters=28):
     """Kernel: calibrated Gaussian sigma (standard deviation)."""
     return _scale("gaussian", x, wx, y, wy, alpha, eps, method, grid, order, exact_iters)
@@ -421,7 +422,7 @@ def _gprior_thm2_bound(w, mu, tau, a):
     return jnp.where(ok, v, jnp.inf)
 
 
-@functools.partial(jax.jit, static_argnames=("method",))
+@functools.partial(jit, static_argnames=("method",))
 def gaussian_prior_sigma(mean_i, std_i, mean_j, std_j, alpha, eps, *, method="exact"):
     """Kernel: sigma for Gaussian priors N(mean_i, std_i^2), N(mean_j, std_j^2)."""
     a_inf = jnp.isinf(alpha)

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .._config import jit
 from ._common import prepare_samples, nan_where_invalid
 
 
@@ -155,7 +156,7 @@ def coupling_objective(P, log_integrand):
     return jax.nn.logsumexp(jnp.log(jnp.maximum(P, 0.0)) + log_integrand, b=None)
 
 
-@functools.partial(jax.jit, static_argnames=("num_steps", "sinkhorn_iters"))
+@functools.partial(jit, static_argnames=("num_steps", "sinkhorn_iters"))
 def optimise_coupling(a, b, log_integrand, *, num_steps=400, learning_rate=0.2, sinkhorn_iters=60,
                       init_logits=None):
     r"""Gradient optimisation of a coupling for a condition :math:`\log \mathbb E_\pi[e^{\ell(X, X')}]`.

@@ -48,6 +48,7 @@ import functools
 import numpy as np
 import jax
 import jax.numpy as jnp
+from .._config import jit
 from .._special import log_ndtr
 
 from ._common import log_g_laplace, prepare_samples, check_alpha, check, nan_where_invalid
@@ -419,7 +420,7 @@ def _coupling_bound(x, wx, y, wy, alpha, noise, scale):
 _RESOLVED = 1e-6
 
 
-@functools.partial(jax.jit, static_argnames=("noise", "grid", "order"))
+@functools.partial(jit, static_argnames=("noise", "grid", "order"))
 def renyi_mixture(x, wx, y, wy, *, alpha, noise, scale, grid=256, order=8):
     """Kernel (no validation): ``(estimate, upper)`` of D_alpha(mu_x * p || mu_y * p).
 
@@ -430,7 +431,7 @@ def renyi_mixture(x, wx, y, wy, *, alpha, noise, scale, grid=256, order=8):
     return est[0], up[0]
 
 
-@functools.partial(jax.jit, static_argnames=("noise", "grid", "order"))
+@functools.partial(jit, static_argnames=("noise", "grid", "order"))
 def renyi_mixture_both(x, wx, y, wy, *, alpha, noise, scale, grid=256, order=8):
     """Both directions at once: ``(estimate, upper)``, each of shape (2,) for (x||y, y||x);
     the log-densities are shared, so this costs about half of two calls."""

@@ -26,6 +26,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from .._config import jit
 from .. import _config  # noqa: F401
 from . import datasets
 from .calibration import calibrate_all, coupled_differences
@@ -86,7 +87,7 @@ def _point(x, wx, y, wy, alpha, eps):
 POINT_BATCH = 8
 
 
-@jax.jit
+@jit
 def grid_call(x, wx, y, wy, alphas, epss):
     """All methods on pairs (P, N) x points (G,): one compiled call, pairs in sequence and points in
     vmapped batches of ``POINT_BATCH`` (bounded memory). Returns dict of (P, G) arrays."""

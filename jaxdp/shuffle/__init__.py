@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._config import jit
 from .. import _config  # noqa: F401
 from .._batch import broadcast_map, map_with
 from .._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
@@ -160,7 +161,9 @@ def _sound_delta(lo, up, x, s, m, e):
 
 def _plds(sigma, m, epochs, directions, grid):
     mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m).prepare()  # one law for both directions
-    return [_pld.self_compose(mech, epochs.astype(jnp.int64), d, grid) for d in directions]
+    # one traced composition for every direction (compose_directions), unstacked for the consumers
+    stacked = _pld.compose_directions([(mech, epochs.astype(jnp.int64))], grid, directions)
+    return [jax.tree_util.tree_map(lambda x, i=i: x[i], stacked) for i in range(len(directions))]
 
 
 def _masked(ok, s, m, e):
@@ -169,7 +172,7 @@ def _masked(ok, s, m, e):
     return jnp.where(ok, s, 1.0), jnp.where(ok, m, 2.0), jnp.where(ok, e, 1.0)
 
 
-@functools.partial(jax.jit, static_argnames=("grid",))
+@functools.partial(jit, static_argnames=("grid",))
 def _pld_core(s, m, e, grid):
     """Both directions' certified E-epoch PLDs per parameter entry: the one expensive program.
 
@@ -189,7 +192,7 @@ _CONVERSIONS = {
 }
 
 
-@functools.partial(jax.jit, static_argnames=("which",))
+@functools.partial(jit, static_argnames=("which",))
 def _conversion_core(plds, v, s, m, e, ok, which):
     upper, lower, gauss, sound, fill = _CONVERSIONS[which]
 
@@ -263,7 +266,7 @@ def _single(num_epochs):
     return bool(np.any(np.asarray(num_epochs) == 1))
 
 
-@functools.partial(jax.jit, static_argnames=("reverse", "single"))
+@functools.partial(jit, static_argnames=("reverse", "single"))
 def _tradeoff_exact_core(a, plds, s, m, e, ok, reverse, single=True):
     """Pessimistic (lower) and optimistic (upper) ends of the exact curve, shape params + a.shape.
     ``plds``: the output of :func:`_pld_core` (None when every entry is known to be one epoch);
@@ -371,7 +374,7 @@ def tradeoff(a, *, noise_multiplier, num_rounds, num_epochs=1, method="exact", r
     return nan_where_invalid(f, ok & oka)
 
 
-@functools.partial(jax.jit, static_argnames=("law", "single"))
+@functools.partial(jit, static_argnames=("law", "single"))
 def _gap_exact_core(plds, s, m, e, ok, law=True, single=True):
     # law=False: the numerical law is known to be unresolved (sigma < SIGMA_MIN), so its NaN is
     # not computed; the envelope below then gives the same value as the full program, which
@@ -474,7 +477,7 @@ def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exac
         return nan_where_invalid(m, okd & oks & oke)
     gap = _gap_fn(method, s, e)
 
-    @jax.jit
+    @jit
     def solve(d, s, e):
         lo, hi = jnp.zeros(()), jnp.log(max_rounds)
         # hi only ever moves to points where the gap was evaluated and found feasible

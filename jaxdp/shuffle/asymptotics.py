@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
+from jaxdp._config import jit
 from jaxdp import _config  # noqa: F401  (float64)
 from jaxdp import closed_forms as _cf
 from jaxdp._validate import check, check_choice, check_static_int, nan_where_invalid
@@ -212,7 +213,7 @@ def _loss_cumulant_series(w, k3, k4, shift):
     return jnp.stack([c1, c2, c3, c4])  # (4, _NS)
 
 
-@jax.jit
+@jit
 def _loss_cumulants(sigma, M):
     w, k3, k4 = _lognormal_cumulants(sigma)
     eps_pow = (1.0 / jnp.sqrt(M)) ** jnp.arange(_NS)
@@ -387,7 +388,7 @@ def _points_lambda(sigma, M, E, order, num_points):
     return a_pts, f_pts
 
 
-@functools.partial(jax.jit, static_argnums=(4, 5))
+@functools.partial(jit, static_argnums=(4, 5))
 def _tradeoff_edgeworth_one(a, sigma, M, E, order, num_points):
     au, fu = _points_u(sigma, M, order, num_points)
     al, fl = _points_lambda(sigma, M, E, order, num_points)
@@ -431,7 +432,7 @@ def tradeoff_edgeworth(a, sigma, M, E=1, *, order=2, num_points=8193):
     return nan_where_invalid(f, ok)
 
 
-@functools.partial(jax.jit, static_argnums=(3,))
+@functools.partial(jit, static_argnums=(3,))
 def _delta_gap_one(sigma, M, E, order):
     # E = 1: TV = F_P(0) - F_Q(0) = -sqrt(v/M) E[S 1{S <= 0}] = sqrt(v/(2 pi M)) [1 - c4 + 3 c6].
     w, c3, c4, c6 = _u_std_params(sigma, M, order)
