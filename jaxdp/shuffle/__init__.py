@@ -161,9 +161,13 @@ def _sound_delta(lo, up, x, s, m, e):
 
 def _plds(sigma, m, epochs, directions, grid):
     mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m).prepare()  # one law for both directions
-    # one traced composition for every direction (compose_directions), unstacked for the consumers
-    stacked = _pld.compose_directions([(mech, epochs.astype(jnp.int64))], grid, directions)
-    return [jax.tree_util.tree_map(lambda x, i=i: x[i], stacked) for i in range(len(directions))]
+    # one traced composition (and conversion, :func:`jaxdp.core.pld.map_directions`) for every direction
+    return _pld.compose_directions([(mech, epochs.astype(jnp.int64))], grid, directions)
+
+
+def _direction(plds, i):
+    """The PLD of direction ``i`` (0: remove, 1: add) of a :func:`_plds` stack."""
+    return jax.tree_util.tree_map(lambda x: x[i], plds)
 
 
 def _masked(ok, s, m, e):
@@ -179,7 +183,7 @@ def _pld_core(s, m, e, grid):
     eps(delta), delta(eps), the gap and the E-epoch curves are small programs over its output, so
     the law and the FFT composition are compiled once per grid for all of them (compiling them into
     each conversion cost ~8 s of XLA time per conversion on a CI core)."""
-    return broadcast_map(lambda s_, m_, e_: tuple(_plds(s_, m_, e_, ("remove", "add"), grid)), s, m, e, batch_size=4)
+    return broadcast_map(lambda s_, m_, e_: _plds(s_, m_, e_, ("remove", "add"), grid), s, m, e, batch_size=4)
 
 
 # eps(delta) and delta(eps): the PLD conversion, the M = 1 closed form (the Gaussian mechanism,
@@ -198,8 +202,8 @@ def _conversion_core(plds, v, s, m, e, ok, which):
 
     def one(ps, v_, s_, m_, e_):
         g = gauss(v_, jnp.sqrt(e_) / s_)
-        up = jnp.max(jnp.stack([upper(p, v_) for p in ps]))
-        lo = jnp.max(jnp.stack([lower(p, v_) for p in ps]))
+        ups, los = _pld.map_directions(lambda p: (upper(p, v_), lower(p, v_)), ps)
+        up, lo = jnp.max(ups), jnp.max(los)
         one_round = m_ == 1.0
         lo, up = sound(lo, up, v_, s_, jnp.where(one_round, 2.0, m_), e_)
         lo, up = jnp.where(one_round, g, lo), jnp.where(one_round, g, up)
@@ -275,7 +279,7 @@ def _tradeoff_exact_core(a, plds, s, m, e, ok, reverse, single=True):
     def one(ps, s_, m_, e_):
         # several epochs: certified PLD bracket (under jit computed for E = 1 too, then discarded)
         if ps is not None:
-            p = ps[1 if reverse else 0]
+            p = _direction(ps, 1 if reverse else 0)
             lo, up = p.tradeoff_lower(a), p.tradeoff_upper(a)
         if single:  # single epoch: the exact law directly, -/+ its propagated cdf error
             f_lo, f_up = _exact.tradeoff_ends(a, s_, m_, reverse=reverse)
@@ -384,7 +388,8 @@ def _gap_exact_core(plds, s, m, e, ok, law=True, single=True):
         # one epoch: the computed TV -/+ the claimed accuracy of single-epoch values
         lo1, up1 = _exact.tv_gap_ends(s_, m_) if (law and single) else (jnp.nan * s_, jnp.nan * s_)
         if ps is not None:  # the gap is TV, the same in both directions
-            lo, up = ps[0].delta_lower(0.0), ps[0].delta_upper(0.0)
+            p = _direction(ps, 0)
+            lo, up = p.delta_lower(0.0), p.delta_upper(0.0)
             lo, up = jnp.where(e_ == 1.0, lo1, lo), jnp.where(e_ == 1.0, up1, up)
         else:
             lo, up = lo1, up1
