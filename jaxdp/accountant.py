@@ -1,9 +1,10 @@
 r"""One accountant for every event: ``account(event)`` -> certified eps(delta), delta(eps), f(a).
 
 :func:`account` flattens an event (:mod:`jaxdp.events`) into ``(mechanism, count)`` components and
-composes them with one call of :func:`jaxdp.core.pld.compose` per adjacency direction: every
-component is discretised once (connect-the-dots) and raised to its count by FFT, so a schedule of
-``Composed`` ``SelfComposed`` pieces costs one FFT product whatever the counts.  A single
+composes them with :func:`jaxdp.core.pld.compose` once per adjacency direction (one traced copy run
+for both, :func:`jaxdp.core.pld.compose_directions`): every component is discretised once
+(connect-the-dots) and raised to its count by FFT, so a schedule of ``Composed`` ``SelfComposed``
+pieces costs one FFT product per direction whatever the counts.  A single
 component on a two-stage grid (the default, ``size >= 2**18``) is composed in two stages.
 
 Every number is a certified :class:`~jaxdp.core.pld.Bracket` (``lower <= truth <= upper``) whose
