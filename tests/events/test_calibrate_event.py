@@ -107,7 +107,10 @@ def test_implicit_gradients_match_finite_differences():
         dn = list(x0); dn[i] -= h
         fd = (sig(*up) - sig(*dn)) / (2 * h)
         np.testing.assert_allclose(grads[i], fd, rtol=1e-4, err_msg=f"argument {i}")
-    # under jit the same number, and NaN (not a number that looks like an answer) for a bad epsilon
+    # under jit the same number up to float rounding, and NaN (not a number that looks like an
+    # answer) for a bad epsilon.  The user's jit compiles with the user's XLA options, the eager
+    # call with jaxdp's (jaxdp._config.COMPILER_OPTIONS), so eps carries different rounding and the
+    # root moves by it: measured 7.9e-12 relative (CI, 2026-12-05), asserted at 1e-10
     jitted = jax.jit(sig)
-    assert float(jitted(*x0)) == pytest.approx(float(sig(*x0)), rel=1e-12)
+    assert float(jitted(*x0)) == pytest.approx(float(sig(*x0)), rel=1e-10)
     assert np.isnan(float(jitted(jnp.float64(-1.0), 1e-5, 0.01)))
