@@ -11,13 +11,12 @@ delta, a delta gap, a GDP :math:`\mu`, an RPP epsilon), :func:`solve` returns th
   :math:`g(x) \le \tau`;
 * :math:`g` non-decreasing (``decreasing=False``; more epochs, more leakage): the largest such x.
 
-Method: bracket expansion (geometric, up to hard limits), then Chandrupatla's bracketed inverse
-quadratic interpolation (Chandrupatla 1997; the method behind ``scipy.optimize.elementwise
-.find_root``), all inside :func:`jax.lax.while_loop`, so it runs under ``jit`` and ``vmap``.  The
-returned x is the end of the final bracket at which :math:`g \le \tau` was *evaluated*: a failed or
-unconverged solve never returns a point on the infeasible side.  Integer quantities (rounds M,
-samples N, epochs E, steps T) are searched on integers, so the answer is the extreme feasible
-integer (rounding toward feasibility).
+Method: :func:`jaxdp.roots.find_root`, jaxdp's one root finder (bracket expansion, then
+Chandrupatla's bracketed inverse quadratic interpolation, in one ``lax.while_loop``, so it runs
+under ``jit`` and ``vmap``).  The returned x is the end of the final bracket at which
+:math:`g \le \tau` was *evaluated*: a failed or unconverged solve never returns a point on the
+infeasible side.  Integer quantities (rounds M, samples N, epochs E, steps T) are searched on
+integers, so the answer is the extreme feasible integer (rounding toward feasibility).
 
 Gradients come from the implicit-function theorem at the solution, not from the iterations:
 
@@ -33,9 +32,6 @@ target is infeasible in the allowed range or an input/evaluation was invalid.
 
 Stable entry points: :func:`noise_multiplier` and :func:`rounds`.
 
-References:
-  T. R. Chandrupatla, "A new hybrid quadratic/bisection algorithm for finding the zero of a
-  nonlinear function without using derivatives", Adv. Eng. Software 28 (1997) 145-149.
 """
 
 from __future__ import annotations
@@ -43,12 +39,11 @@ from __future__ import annotations
 import functools
 import importlib
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from ._config import jit
 from . import _config  # noqa: F401  (float64: deltas of 1e-10, roots to 1e-10 relative)
@@ -58,26 +53,9 @@ from ._validate import check, check_broadcast, check_choice, is_traced
 from .core import pld as _pld
 from ._pytree import pytree_dataclass
 from .mechanisms.shuffled import SIGMA_MIN
+from .roots import (AT_LIMIT, INFEASIBLE, MAX_STEPS, NONFINITE, RESULTS, SUCCESSFUL, extreme_integer, find_root,
+                    implicit)
 from .shuffle.closed_form import log_regime_rounds
-
-# ------------------------------------------------------------------------------------------------
-# result codes
-# ------------------------------------------------------------------------------------------------
-
-SUCCESSFUL = 0
-INFEASIBLE = 1
-MAX_STEPS = 2
-NONFINITE = 3
-AT_LIMIT = 4
-
-RESULTS = {
-    SUCCESSFUL: "successful",
-    INFEASIBLE: "infeasible: no value in the allowed range meets the target",
-    MAX_STEPS: "max_steps reached before the tolerance (the value is feasible but may not be tight)",
-    NONFINITE: "nan: an input was invalid or the function returned NaN",
-    AT_LIMIT: ("at the range limit: the limit itself meets the target, so the extreme feasible value may lie "
-               "beyond it (the value is the feasible limit; widen the range)"),
-}
 
 # Default calibration grid for the PLD accountants: certified like every grid, ~10x cheaper than
 # the accountant's default; its epsilon is pessimistic by ~1e-4 relative (sigma by less), which
@@ -116,211 +94,8 @@ class Solution:
 
 
 # ------------------------------------------------------------------------------------------------
-# the core solver (scalar; vmap for batches)
+# the solver: jaxdp.roots.find_root, certified against the public accountant, implicit gradients
 # ------------------------------------------------------------------------------------------------
-
-
-def _to_u(x, log_scale):
-    return jnp.log(x) if log_scale else x
-
-
-def _to_x(u, log_scale):
-    return jnp.exp(u) if log_scale else u
-
-
-_RUNNING = -1
-
-
-def _ends(x1, x2, f1, f2):
-    """(infeasible end, feasible end, their residuals) of a bracket (feasible: residual <= 0)."""
-    feas1 = f1 <= 0
-    return (jnp.where(feas1, x2, x1), jnp.where(feas1, x1, x2), jnp.where(feas1, f2, f1),
-            jnp.where(feas1, f1, f2))
-
-
-def _nz(a):
-    return jnp.where(a != 0, a, 1.0)
-
-
-def _chandrupatla_step(s, ft, tol_v, converged, cpoint, max_steps):
-    """Record the residual ``ft`` at ``s["v"]`` and choose the next point (Chandrupatla 1997: inverse
-    quadratic interpolation where it is safe, bisection otherwise)."""
-    x1, x2, f1, f2 = s["x1"], s["x2"], s["f1"], s["f2"]
-    xt = s["v"]
-    same = (ft > 0) == (f1 > 0)
-    x3n, f3n = jnp.where(same, x1, x2), jnp.where(same, f1, f2)
-    x2n, f2n = jnp.where(same, x2, x1), jnp.where(same, f2, f1)
-    x1n, f1n = xt, ft
-    fin = jnp.isfinite(f1n) & jnp.isfinite(f2n) & jnp.isfinite(f3n)
-
-    xi_ = (x1n - x2n) / _nz(x3n - x2n)
-    phi = (f1n - f2n) / _nz(f3n - f2n)
-    ok_iqi = fin & (phi**2 < xi_) & ((1.0 - phi) ** 2 < 1.0 - xi_) & (x3n != x2n) & (f3n != f2n) & (f1n != f3n)
-    t_iqi = (f1n / _nz(f2n - f1n) * f3n / _nz(f2n - f3n)
-             + (x3n - x1n) / _nz(x2n - x1n) * f1n / _nz(f3n - f1n) * f2n / _nz(f3n - f2n))
-    # IQI rejected: bisect, unless the secant step says the root is within the tolerance of x1
-    # (then step just past it, which usually lands on the feasible side and ends the search)
-    t_sec = f1n / _nz(f1n - f2n)
-    near = fin & (t_sec >= 0) & (t_sec * jnp.abs(x2n - x1n) < tol_v(jnp.where(f1n <= 0, x1n, x2n)))
-    tn = jnp.where(ok_iqi, t_iqi, jnp.where(near, 0.0, 0.5))
-    va_, vb_, _, _ = _ends(x1n, x2n, f1n, f2n)
-    # a step of (almost) the full tolerance: a root hit from the infeasible side then ends the
-    # search with the next (feasible) point instead of a run of tolerance-sized bisections
-    tl = jnp.clip(0.99 * tol_v(vb_) / jnp.maximum(jnp.abs(x2n - x1n), 1e-300), 0.0, 0.5)
-    tn = jnp.clip(tn, tl, 1.0 - tl)
-    n_it = s["n_it"] + 1
-    st3 = jnp.where(jnp.isnan(ft), NONFINITE, jnp.where(converged(va_, vb_), SUCCESSFUL,
-                    jnp.where(n_it >= max_steps, MAX_STEPS, _RUNNING))).astype(jnp.int32)
-    return dict(s, x1=x1n, x2=x2n, x3=x3n, f1=f1n, f2=f2n, f3=f3n, t=tn, n_it=n_it, status=st3,
-                v=cpoint(x1n, x2n, tn))
-
-
-def _after_bracket_phase(s, sp):
-    """Phases 1/2 done recording: decide expansion / start Chandrupatla / stop.  ``sp``: the
-    solver's variable space (maps and limits of :func:`_solve_impl`)."""
-    va, vb, fa, fb = s["va"], s["vb"], s["fa"], s["fb"]
-    snap, converged, cpoint, x_of_v, v_of_x = sp["snap"], sp["converged"], sp["cpoint"], sp["x_of_v"], sp["v_of_x"]
-    vmin, vmax, integer, sgn, growth = sp["vmin"], sp["vmax"], sp["integer"], sp["sgn"], sp["growth"]
-    nan = jnp.isnan(fa) | jnp.isnan(fb)
-    bracketed = (fa > 0) & (fb <= 0)
-    stuck_hi = (fb > 0) & (vb >= vmax)
-    stuck_lo = (fa <= 0) & (va <= vmin)
-    out_of_exp = s["n_exp"] >= sp["max_expand"]
-    # Chandrupatla start: x1 = feasible end, x2 = x3 = infeasible end, bisect first
-    conv0 = converged(va, vb)
-    status = jnp.where(nan, NONFINITE, jnp.where(bracketed, jnp.where(conv0, SUCCESSFUL, _RUNNING),
-                       jnp.where(stuck_lo, SUCCESSFUL, jnp.where(stuck_hi | out_of_exp, INFEASIBLE, _RUNNING))))
-    up = fb > 0
-    w2 = s["w"] * growth
-    v_exp = jnp.where(up, snap(vb + w2), snap(va - w2))
-    if integer:
-        base = jnp.where(up, vb, va)
-        nxt = snap(v_of_x(x_of_v(base) + jnp.where(up, sgn, -sgn)))
-        v_exp = jnp.where(v_exp == base, nxt, v_exp)
-    v_c = cpoint(vb, va, 0.5)
-    return dict(s, phase=jnp.where(bracketed, 3, 2).astype(jnp.int32), status=status.astype(jnp.int32),
-                v=jnp.where(bracketed, v_c, v_exp), up=up, w=jnp.where(bracketed, s["w"], w2),
-                x1=vb, x2=va, x3=va, f1=fb, f2=fa, f3=fa, t=jnp.asarray(0.5, jnp.float64),
-                at_limit=(~nan) & (~bracketed) & stuck_lo)
-
-
-def _solve_impl(fn, target, params, lower, upper, *, decreasing, lower_limit, upper_limit,
-                log_scale, integer, rtol, atol, max_steps, max_expand, growth):
-    """Scalar solve. Returns (x_feasible, x_infeasible, result, num_steps, num_expand, residual, at_limit).
-
-    One ``lax.while_loop`` whose body evaluates ``fn`` exactly once (a single trace of ``fn``:
-    compiling a PLD accountant several times would dominate the run time).  Internally the
-    variable is v = +-u (u = x or log x) oriented so that the residual g - target is
-    non-increasing in v: the feasible side is always +v.
-    """
-    f64 = jnp.float64
-    target = jnp.asarray(target, f64)
-    sgn = 1.0 if decreasing else -1.0
-    # limits may be traced (the certificate solves from the answer of the search outward)
-    xlo_lim = jnp.minimum(jnp.asarray(lower_limit, f64), jnp.asarray(upper_limit, f64))
-    xhi_lim = jnp.maximum(jnp.asarray(lower_limit, f64), jnp.asarray(upper_limit, f64))
-
-    def x_of_v(v):
-        x = _to_x(sgn * v, log_scale)
-        return jnp.round(x) if integer else x
-
-    def v_of_x(x):
-        return sgn * _to_u(x, log_scale)
-
-    vmin = v_of_x(jnp.asarray(lower_limit if decreasing else upper_limit, f64))
-    vmax = v_of_x(jnp.asarray(upper_limit if decreasing else lower_limit, f64))
-
-    def snap(v):
-        v = jnp.clip(v, vmin, vmax)
-        if integer:
-            v = v_of_x(jnp.clip(jnp.round(_to_x(sgn * v, log_scale)), xlo_lim, xhi_lim))
-        return v
-
-    def tol_v(vb_):
-        xb = jnp.abs(_to_x(sgn * vb_, log_scale))
-        tx = atol + rtol * xb
-        return tx / jnp.maximum(xb, 1e-300) if log_scale else tx
-
-    def converged(va_, vb_):
-        if integer:
-            return jnp.abs(x_of_v(vb_) - x_of_v(va_)) <= 1.0
-        return jnp.abs(vb_ - va_) <= tol_v(vb_)
-
-    def cpoint(x1, x2, t):
-        xt = x1 + t * (x2 - x1)
-        if integer:
-            a_, b_ = x_of_v(x1), x_of_v(x2)
-            xi = jnp.clip(x_of_v(xt), jnp.minimum(a_, b_) + 1.0, jnp.maximum(a_, b_) - 1.0)
-            xt = v_of_x(xi)
-        return xt
-
-    va0 = snap(v_of_x(jnp.asarray(lower if decreasing else upper, f64)))
-    vb0 = snap(v_of_x(jnp.asarray(upper if decreasing else lower, f64)))
-    va0, vb0 = jnp.minimum(va0, vb0), jnp.maximum(va0, vb0)
-    w0 = jnp.maximum(vb0 - va0, 1.0 if (integer and not log_scale) else 1e-3)
-    nanv = jnp.asarray(jnp.nan, f64)
-    i0 = jnp.asarray(0, jnp.int32)
-    # phases: 0 evaluate va, 1 evaluate vb, 2 expanding, 3 Chandrupatla
-    st0 = dict(phase=i0, status=jnp.asarray(_RUNNING, jnp.int32), v=va0, up=jnp.asarray(False),
-               va=va0, vb=vb0, fa=nanv, fb=nanv, w=w0, x1=nanv, x2=nanv, x3=nanv, f1=nanv, f2=nanv, f3=nanv,
-               t=jnp.asarray(0.5, f64), n_exp=i0, n_it=i0, at_limit=jnp.asarray(False))
-
-    sp = dict(snap=snap, converged=converged, cpoint=cpoint, x_of_v=x_of_v, v_of_x=v_of_x, vmin=vmin,
-              vmax=vmax, integer=integer, sgn=sgn, growth=growth, max_expand=max_expand)
-
-    def body(s):
-        f = jnp.asarray(fn(x_of_v(s["v"]), params), f64) - target
-        ph = s["phase"]
-        # ---- record -----------------------------------------------------------------------------
-        # phase 0 / 1
-        # the first end already at the feasible-side limit and feasible: that limit is the answer
-        # (by monotonicity the other end adds nothing), one evaluation; NaN there: stop
-        done0 = (f <= 0) & (s["va"] <= vmin)
-        st0_ = jnp.where(jnp.isnan(f), NONFINITE, jnp.where(done0, SUCCESSFUL, _RUNNING)).astype(jnp.int32)
-        s0 = dict(s, fa=f, phase=jnp.asarray(1, jnp.int32), v=s["vb"], status=st0_, at_limit=done0)
-        s1 = _after_bracket_phase(dict(s, fb=f), sp)
-        # phase 2: the evaluated point becomes a bracket end
-        up = s["up"]
-        s2 = dict(s, va=jnp.where(up, s["vb"], s["v"]), fa=jnp.where(up, s["fb"], f),
-                  vb=jnp.where(up, s["v"], s["va"]), fb=jnp.where(up, f, s["fa"]), n_exp=s["n_exp"] + 1)
-        s2 = _after_bracket_phase(s2, sp)
-        # phase 3: Chandrupatla update
-        s3 = _chandrupatla_step(s, f, tol_v, converged, cpoint, max_steps)
-        return jax.tree_util.tree_map(
-            lambda a, b, c, d: jnp.where(ph == 0, a, jnp.where(ph == 1, b, jnp.where(ph == 2, c, d))),
-            s0, s1, s2, s3)
-
-    s = lax.while_loop(lambda s: s["status"] == _RUNNING, body, st0)
-    status = s["status"]
-    in_chand = s["phase"] == 3
-    va_c, vb_c, fa_c, fb_c = _ends(s["x1"], s["x2"], s["f1"], s["f2"])
-    at_limit = s["at_limit"]
-    v_ans = jnp.where(in_chand, vb_c, jnp.where(at_limit, s["va"], s["vb"]))
-    v_oth = jnp.where(in_chand, va_c, s["va"])
-    res = jnp.where(in_chand, fb_c, jnp.where(at_limit, s["fa"], s["fb"]))
-    good = (status == SUCCESSFUL) | (status == MAX_STEPS)
-    x_ans = jnp.where(good, x_of_v(v_ans), jnp.nan)
-    x_oth = jnp.where(good, x_of_v(v_oth), jnp.nan)
-    return x_ans, x_oth, status, s["n_it"], s["n_exp"], jnp.where(good, res, jnp.nan), at_limit
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _implicit(fn, x, at_limit, target, params):
-    """Identity on the solved x; its JVP is the implicit-function theorem at x."""
-    return x
-
-
-@_implicit.defjvp
-def _implicit_jvp(fn, primals, tangents):
-    x, at_limit, target, params = primals
-    _, _, dt, dp = tangents
-    xs = jnp.where(jnp.isfinite(x), x, 1.0)
-    _, gx = jax.jvp(lambda z: fn(z, params), (xs,), (jnp.ones_like(xs),))
-    _, gp = jax.jvp(lambda p: fn(xs, p), (params,), (dp,))
-    num = gp - dt
-    # a solution held at a range limit is locally constant (active bound)
-    dx = jnp.where(at_limit, 0.0, -num / jnp.where(gx != 0, gx, jnp.nan))
-    return x, dx
 
 
 def _solve_traced(fn, target, params, lower, upper, *, decreasing, lower_limit, upper_limit, log_scale,
@@ -343,10 +118,10 @@ def _solve_traced(fn, target, params, lower, upper, *, decreasing, lower_limit, 
     sg = jax.lax.stop_gradient
     kw = dict(log_scale=log_scale, integer=integer, rtol=rtol, atol=atol, max_steps=max_steps,
               max_expand=max_expand, growth=growth)
-    x, x_oth, result, n_it, n_exp, res, at_limit = _solve_impl(
-        fn, sg(target), jax.tree_util.tree_map(sg, params), sg(lower), sg(upper), decreasing=decreasing,
-        lower_limit=lower_limit, upper_limit=upper_limit, **kw)
-    stats = dict(num_steps=n_it, num_expand=n_exp, infeasible_end=x_oth, residual=res)
+    r = find_root(fn, target, params, lower=lower, upper=upper, decreasing=decreasing,
+                  lower_limit=lower_limit, upper_limit=upper_limit, **kw)
+    x, x_oth, result, res, at_limit = r.x, r.other, r.result, r.residual, r.at_limit
+    stats = dict(num_steps=r.num_steps, num_expand=r.num_expand, infeasible_end=x_oth, residual=res)
     if certify_fn is not None:
         xs = sg(x)  # NaN where the search failed: the certificate stops at its first evaluation
         if decreasing:
@@ -356,10 +131,10 @@ def _solve_traced(fn, target, params, lower, upper, *, decreasing, lower_limit, 
         # the certificate's own solve stops at 1e-7 relative: its grid is the expensive one, and the
         # discretised eps has kinks that slow the last digits, far below the bracket width of eps
         kwc = dict(kw, rtol=max(rtol, 1e-7))
-        xc, xc_oth, rc, n_itc, n_expc, resc, passed = _solve_impl(
-            certify_fn, sg(target) * (1.0 - certify_margin), jax.tree_util.tree_map(sg, params), lo_, hi_,
-            decreasing=decreasing,
-            lower_limit=c_lo, upper_limit=c_hi, **kwc)
+        c = find_root(certify_fn, sg(target) * (1.0 - certify_margin), params, lower=lo_, upper=hi_,
+                      decreasing=decreasing, lower_limit=c_lo, upper_limit=c_hi, **kwc)
+        xc, xc_oth, rc, n_itc, n_expc, resc, passed = (c.x, c.other, c.result, c.num_steps, c.num_expand,
+                                                      c.residual, c.at_limit)
         searched = (result == SUCCESSFUL) | (result == MAX_STEPS)
         # passed: the certificate's first evaluation, at the answer itself, was feasible
         moved = searched & ~passed
@@ -377,7 +152,7 @@ def _solve_traced(fn, target, params, lower, upper, *, decreasing, lower_limit, 
         value = x
         root = x
     else:
-        value = _implicit(fn, x, at_limit, jnp.asarray(target, jnp.float64), params)
+        value = implicit(fn, x, at_limit, jnp.asarray(target, jnp.float64), params)
         root = value
     return Solution(value=value, root=root, result=result, stats=stats)
 
@@ -445,35 +220,10 @@ def solve(
     return _raise_if_failed(sol, throw)
 
 
+# An integer counts as feasible only with this margin (relative to the target): at the boundary two
+# compilations of the same accountant differ in the last digits, and the integer returned must be
+# feasible by the public function's own number too.
 _INT_MARGIN = 1e-13
-
-
-def _round_feasible(fn, params, target, x_feas, x_inf, decreasing):
-    """Extreme feasible integer given a real bracket [x_inf, x_feas] of a fn defined on the reals.
-
-    Integer bisection between the integers just outside the bracket: the solver's relative
-    tolerance (1e-10) spans many integers once the root is above ~1e10, so rounding one end is not
-    enough for the smallest (decreasing) or largest feasible integer.  With no infeasible point on
-    the other side (the solve stopped at its limit), the rounded feasible end itself is the answer.
-    An integer counts as feasible only with a margin of ``_INT_MARGIN`` (relative to the target):
-    at the boundary two compilations of the same accountant differ in the last digits, and the
-    integer returned must be feasible by the public function's own number too.
-    """
-    f64 = jnp.float64
-    params, target = jax.lax.stop_gradient((params, target))  # an integer: no tangent to carry
-    b = jnp.ceil(x_feas) if decreasing else jnp.floor(x_feas)  # feasible
-    a = jnp.floor(x_inf) if decreasing else jnp.ceil(x_inf)  # infeasible (when on the other side)
-    inside = (a < b) if decreasing else (a > b)
-    a = jnp.where(inside & jnp.isfinite(a), a, b)
-
-    def body(ab):
-        a_, b_ = ab
-        mid = jnp.floor(0.5 * (a_ + b_))
-        ok = jnp.asarray(fn(mid, params), f64) - target <= -_INT_MARGIN * jnp.abs(target)
-        return jnp.where(ok, a_, mid), jnp.where(ok, mid, b_)
-
-    _, b = jax.lax.while_loop(lambda ab: jnp.abs(ab[1] - ab[0]) > 1.0, body, (a, b))
-    return b
 
 
 # ------------------------------------------------------------------------------------------------
@@ -643,9 +393,8 @@ def _poisson_sigma_guess(eps, delta, q, steps):
     """Starting point only (the solve is certified): the sigma whose Bu et al. CLT mu meets (eps, delta)."""
     sg = jax.lax.stop_gradient
     eps, delta, q, steps = sg(eps), sg(delta), sg(q), sg(steps)
-    mu = _solve_impl(lambda m, p: _cf.gaussian_delta(p[0], m), delta, (eps,), 0.5, 2.0, decreasing=False,
-                     lower_limit=1e-4, upper_limit=100.0, log_scale=True, integer=False, rtol=1e-6, atol=0.0,
-                     max_steps=60, max_expand=40, growth=2.0)[0]
+    mu = find_root(lambda m, p: _cf.gaussian_delta(p[0], m), delta, (eps,), lower=0.5, upper=2.0, decreasing=False,
+                   lower_limit=1e-4, upper_limit=100.0, log_scale=True, rtol=1e-6, max_steps=60, max_expand=40).x
     s0 = 1.0 / jnp.sqrt(jnp.log1p(mu**2 / (q**2 * steps)))
     return jnp.clip(jnp.where(jnp.isfinite(s0), s0, 1.0), 0.05, 1e3)
 
@@ -845,7 +594,8 @@ def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
         sol = _solve_traced(fn, g, (s, e_), lo, 10.0 * lo, decreasing=True, lower_limit=1.0,
                             upper_limit=float(max_rounds), log_scale=True, integer=False, rtol=rtol, atol=0.0,
                             max_steps=100, max_expand=200, growth=2.0)
-        n = _round_feasible(fn, (s, e_), g, jax.lax.stop_gradient(sol.root), sol.stats["infeasible_end"], True)
+        n = extreme_integer(fn, (s, e_), g, jax.lax.stop_gradient(sol.root), sol.stats["infeasible_end"],
+                            decreasing=True, margin=_INT_MARGIN)
         n = jnp.where(jnp.isfinite(sol.root), jnp.maximum(n, 1.0), jnp.nan)
         return Solution(value=n, root=sol.root, result=sol.result, stats=sol.stats)
 

@@ -27,8 +27,9 @@ from ._batch import broadcast_map
 from ._validate import check, check_broadcast, check_choice, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
+from . import accountant as _accountant
+from .roots import find_root
 from . import events as _events
-from .mechanisms.gaussian import SubsampledGaussian
 from ._special import log_ndtr as _log_ndtr
 from jax.scipy.special import ndtri as _ndtri
 
@@ -56,28 +57,13 @@ def _safe(x, ok, default):
     return jnp.where(ok, x, default)
 
 
-# eps(delta) knows delta: on two-stage grids (the default, size >= 2^18) a per-step tail of
-# 1e-3 delta / T and a window tail of 1e-7 delta (both masses are accounted pessimistically, so they
-# move delta by ~1e-3 relative, about 1e-4 relative in eps) narrow the lattice 2-3x compared with
-# the absolute defaults (1e-20, 1e-17), which is what brings the bracket width under 1% for large
-# T; one-stage grids (smaller sizes, or Grid(stages=1)) keep the absolute tails, and with them the
-# tightest upper value (the speed benchmark measures that configuration)
-_TAIL_PER_DELTA = 1e-3
-_WINDOW_TAIL_PER_DELTA = 1e-7
-
-
 def _plds(sigma, q, steps, direction, grid, delta=None):
-    """The certified PLDs of the requested directions, stacked (:func:`jaxdp.core.pld.compose_directions`)."""
-    m = SubsampledGaussian(noise_multiplier=sigma, sampling_probability=q)
-    k = steps.astype(jnp.int64)
+    """The certified PLDs of the requested directions, stacked: :func:`jaxdp.account`'s composition
+    of ``SelfComposed(PoissonSampled(q, Gaussian(sigma)), steps)`` (:func:`jaxdp.accountant.composed_plds`),
+    with the tails of the module's rule above when ``delta`` is given on a two-stage grid."""
+    event = _events.SelfComposed(_events.PoissonSampled(q, _events.Gaussian(sigma)), steps)
     dirs = ("remove", "add") if direction == "both" else (direction,)
-    kw = {}
-    if delta is not None and grid.num_stages() == 2:
-        kw = dict(
-            tail=jnp.maximum(_TAIL_PER_DELTA * delta / jnp.maximum(steps, 1.0), grid.tail),
-            window_tail=jnp.maximum(_WINDOW_TAIL_PER_DELTA * delta, grid.window_tail),
-        )
-    return _pld.compose_directions([(m, k)], grid, dirs, **kw)
+    return _accountant.composed_plds(event, grid=grid, delta=delta, directions=dirs)
 
 
 Bracket = _pld.Bracket
@@ -128,28 +114,32 @@ def _gauss_delta_bounds(eps, mu):
     return lo, up
 
 
-def _gauss_eps_bounds(delta, mu, iters: int = 120):
-    """(lower, upper) on eps_G(delta) >= 0 of G_mu, by bisection on the bounds of delta_G.
+def _gauss_delta_bound(e, p):
+    """The upper (``p[1]`` True) or lower bound on delta_G(e) of G_{p[0]}: one function, one trace."""
+    lo, up = _gauss_delta_bounds(e, p[0])
+    return jnp.where(p[1], up, lo)
 
-    Upper: a point where the upper bound on delta_G is <= delta.  Lower: a point where the lower
-    bound is > delta (or 0).  Both are constants for autodiff; see :func:`_implicit`.
+
+def _gauss_eps_bounds(delta, mu):
+    """(lower, upper) on eps_G(delta) >= 0 of G_mu (arrays), by root searches on the bounds of delta_G.
+
+    Upper: the feasible end of the search on the upper bound of delta_G (a point where it is
+    <= delta).  Lower: the infeasible end of the search on the lower bound (a point where it is
+    > delta, or 0).  All problems run in one vmapped :func:`jaxdp.roots.find_root` (one loop to
+    compile).  Both are constants for autodiff; see :func:`_implicit`.
     """
-    delta = jax.lax.stop_gradient(delta)
-    mu = jax.lax.stop_gradient(mu)
-    top = mu * mu / 2 + 45.0 * mu + 1.0  # delta_G(top) < Phi(-45) ~ 1e-443: below any delta
+    delta, mu = jnp.broadcast_arrays(jax.lax.stop_gradient(delta), jax.lax.stop_gradient(mu))
+    shape, n = delta.shape, delta.size
+    d, m = jnp.tile(delta.ravel(), 2), jnp.tile(mu.ravel(), 2)
+    upper = jnp.arange(2 * n) < n
+    top = m * m / 2 + 45.0 * m + 1.0  # delta_G(top) < Phi(-45) ~ 1e-443: below any delta
 
-    def body(_, c):
-        lo_a, hi_a, lo_b, hi_b = c
-        mid_a, mid_b = 0.5 * (lo_a + hi_a), 0.5 * (lo_b + hi_b)
-        big_a = _gauss_delta_bounds(mid_a, mu)[1] > delta  # upper-bound search
-        big_b = _gauss_delta_bounds(mid_b, mu)[0] > delta  # lower-bound search
-        return (jnp.where(big_a, mid_a, lo_a), jnp.where(big_a, hi_a, mid_a),
-                jnp.where(big_b, mid_b, lo_b), jnp.where(big_b, hi_b, mid_b))
+    def one(d_, m_, u_, t_):
+        return find_root(_gauss_delta_bound, d_, (m_, u_), decreasing=True, lower=0.0, upper=t_, lower_limit=0.0,
+                         upper_limit=t_, rtol=1e-14, max_steps=200, method="bisection")
 
-    z = jnp.zeros_like(mu)
-    _, hi, lo, _ = jax.lax.fori_loop(0, iters, body, (z, top + z, z, top + z))
-    hi = jnp.where(_gauss_delta_bounds(z, mu)[1] <= delta, 0.0, hi)
-    return lo, hi
+    r = jax.vmap(one)(d, m, upper, top)
+    return r.other[n:].reshape(shape), r.x[:n].reshape(shape)
 
 
 def _implicit(e, delta, mu):
@@ -279,7 +269,7 @@ def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
     # q = 1: the Gaussian with mu = sqrt(T) / sigma, in closed form (no discretisation, no float
     # floor: finite for any delta > 0)
     mu = jnp.sqrt(steps) / sigma
-    # every closed-form search of this value in one bisection: G_mu's upper eps at delta, its lower
+    # every closed-form search of this value in one vmapped root search: G_mu's upper eps at delta, its lower
     # eps at d_lo, and the lower guard's problems
     gd, gm, _, _ = _guard_problems(d_lo, sigma, q, steps)
     g_lo_all, g_hi_all = _gauss_eps_bounds(jnp.concatenate([jnp.stack([delta, d_lo]), gd]),

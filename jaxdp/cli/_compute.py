@@ -4,10 +4,9 @@ Every function here takes numpy-friendly inputs, runs **one** jitted call per co
 batched into arrays, inputs padded to a fixed shape where a sweep is chunked), and returns plain
 numpy arrays.  The subcommand modules of :mod:`jaxdp.cli` format them.
 
-Planning (:func:`plan_exact`) finds the *smallest integer* M whose exact gap is <= delta with a
-single compiled search: a few log-log secant steps from the CLT guess locate the real root, then a
-galloping/bisection search on integers verifies it; the gaps at M and M - 1 are returned so the
-caller can show ``gap(M) <= delta < gap(M - 1)``.
+Planning finds the *smallest integer* M whose exact gap is <= delta with one compiled search
+(:func:`jaxdp.roots.find_root` on integers, from the CLT guess); the gaps at M and M - 1 are
+returned so the caller can show ``gap(M) <= delta < gap(M - 1)``.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import numpy as np
 import jaxdp  # noqa: F401  (float64 before anything is traced)
 from jaxdp._config import jit
 from jaxdp import closed_forms as _cf
+from jaxdp.roots import INFEASIBLE, SUCCESSFUL, find_root
 
 MAX_ROUNDS = 1e12
 
@@ -30,75 +30,22 @@ MAX_ROUNDS = 1e12
 # ------------------------------------------------------------------------------------------------
 
 
-def _smallest_rounds(gap, delta, m0, max_rounds=MAX_ROUNDS, secant_iters=8, max_iter=96):
+def _smallest_rounds(gap, delta, max_rounds=MAX_ROUNDS, max_steps=96):
     """Smallest integer M in [1, max_rounds] with ``gap(M) <= delta`` (gap non-increasing in M).
 
-    Returns ``(M, gap(M), gap(M - 1), iterations)``; M = inf when ``gap(max_rounds) > delta``,
-    NaN if the search did not terminate.  One call site of ``gap`` (one compiled copy).
+    :func:`jaxdp.roots.find_root`: a bisection on integers in log M (a small program to compile; each
+    step is one evaluation of the cheap exact gap).
+    Returns ``(M, gap(M), gap(M - 1), iterations)``; M = inf when ``gap(max_rounds) > delta``, NaN
+    if the search did not end on adjacent integers.  The gaps are the search's own evaluations
+    (residual + delta: exact, as both lie within a factor 2 of delta near the answer).
     """
-    f = jnp.float64
-    ld = jnp.log(delta)
-    xmax = jnp.log(f(max_rounds))
-    x0 = jnp.clip(jnp.log(jnp.maximum(m0, 1.0)), 0.0, xmax)
-    nan = f(jnp.nan)
-    state = dict(
-        it=jnp.int32(0), sec=jnp.bool_(True), x=x0, xp=nan, lgp=nan, c=f(1.0), c_done=jnp.bool_(False),
-        lo=f(0.0), hi=f(max_rounds), lo_set=jnp.bool_(False), hi_set=jnp.bool_(False),
-        lo_p1=jnp.bool_(False), hi_p1=jnp.bool_(False), step=f(1.0), g_lo=nan, g_hi=nan,
-    )
-
-    def done(s):
-        ok = s["hi_set"] & (s["hi"] - s["lo"] <= 1.0)
-        return ok | (s["lo"] >= max_rounds)
-
-    def cond(s):
-        return (~done(s)) & (s["it"] < max_iter)
-
-    def body(s):
-        # ---- query point
-        both = s["lo_p1"] & s["hi_p1"]
-        mid = jnp.where(s["hi"] > 4.0 * jnp.maximum(s["lo"], 1.0), jnp.floor(jnp.sqrt(jnp.maximum(s["lo"], 1.0) * s["hi"])),
-                        jnp.floor(0.5 * (s["lo"] + s["hi"])))
-        down = jnp.maximum(s["hi"] - s["step"], s["lo"] + 1.0)
-        up = jnp.minimum(s["lo"] + s["step"], s["hi"] - 1.0)
-        gallop = jnp.where(s["hi_p1"], down, up)
-        q_int = jnp.where(~s["c_done"], s["c"], jnp.where(both, mid, gallop))
-        q_int = jnp.clip(q_int, jnp.maximum(s["lo"] + 1.0, 1.0), jnp.maximum(s["hi"], 1.0))
-        q = jnp.where(s["sec"], jnp.exp(s["x"]), q_int)
-        g = gap(q)
-        lg = jnp.log(g)
-        # ---- secant phase (real M, log-log)
-        slope = jnp.where(jnp.isfinite(s["xp"]) & jnp.isfinite(s["lgp"]) & (s["x"] != s["xp"]),
-                          (lg - s["lgp"]) / (s["x"] - s["xp"]), -0.5)
-        slope = jnp.clip(jnp.where(jnp.isfinite(slope), slope, -0.5), -4.0, -0.05)
-        x_new = jnp.where(jnp.isfinite(lg), s["x"] + (ld - lg) / slope, s["x"] + 1.0)
-        x_new = jnp.clip(x_new, 0.0, xmax)
-        converged = jnp.abs(jnp.exp(x_new) - jnp.exp(s["x"])) < 0.25
-        sec_next = s["sec"] & ~converged & (s["it"] + 1 < secant_iters)
-        c_new = jnp.clip(jnp.ceil(jnp.exp(x_new) - 1e-9), 1.0, max_rounds)
-        # ---- integer phase
-        feas = g <= delta  # NaN -> infeasible
-        in_int = ~s["sec"]
-        upd_hi = in_int & feas
-        upd_lo = in_int & ~feas
-        hi = jnp.where(upd_hi, q, s["hi"])
-        lo = jnp.where(upd_lo, q, s["lo"])
-        step = jnp.where(in_int & s["c_done"] & ~both, s["step"] * 2.0, s["step"])
-        return dict(
-            it=s["it"] + 1, sec=sec_next,
-            x=jnp.where(s["sec"], x_new, s["x"]), xp=jnp.where(s["sec"], s["x"], s["xp"]),
-            lgp=jnp.where(s["sec"], lg, s["lgp"]),
-            c=jnp.where(s["sec"], c_new, s["c"]), c_done=s["c_done"] | in_int,
-            lo=lo, hi=hi, lo_set=s["lo_set"] | upd_lo, hi_set=s["hi_set"] | upd_hi,
-            lo_p1=s["lo_p1"] | upd_lo, hi_p1=s["hi_p1"] | upd_hi, step=step,
-            g_lo=jnp.where(upd_lo, g, s["g_lo"]), g_hi=jnp.where(upd_hi, g, s["g_hi"]),
-        )
-
-    s = jax.lax.while_loop(cond, body, state)
-    infeasible = s["lo"] >= max_rounds
-    m = jnp.where(infeasible, jnp.inf, jnp.where(done(s), s["hi"], jnp.nan))
-    g_lo = jnp.where(s["hi"] <= 1.0, nan, s["g_lo"])
-    return m, jnp.where(jnp.isfinite(m), s["g_hi"], nan), g_lo, s["it"]
+    r = find_root(lambda m, _: gap(m), delta, None, decreasing=True, lower=1.0, upper=max_rounds, lower_limit=1.0,
+                  upper_limit=max_rounds, log_scale=True, integer=True, max_steps=max_steps, method="bisection")
+    nan = jnp.float64(jnp.nan)
+    m = jnp.where(r.result == SUCCESSFUL, r.x, jnp.where(r.result == INFEASIBLE, jnp.inf, nan))
+    g_m = jnp.where(jnp.isfinite(m), r.residual + delta, nan)
+    g_m1 = jnp.where(jnp.isfinite(m) & (m > 1.0), r.residual_other + delta, nan)
+    return m, g_m, g_m1, r.num_steps + r.num_expand + 2
 
 
 def _clt_rounds(delta, sigma, epochs):
@@ -118,7 +65,7 @@ def _plan_core(delta, sigma, epochs, multi_epoch):
             gap = lambda m: _sh.delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e)  # noqa: E731
         else:
             gap = lambda m: _exact.tv_gap_ends(s, m)[1]  # noqa: E731  (certified upper end, as shuffle.delta_gap)
-        m, g_m, g_m1, it = _smallest_rounds(gap, d, _clt_rounds(d, s, e))
+        m, g_m, g_m1, it = _smallest_rounds(gap, d)
         m_be = jnp.ceil(cf.rounds_berry_esseen(d, s, e) - 1e-9)
         m_clt = jnp.ceil(_clt_rounds(d, s, e) - 1e-9)
         return dict(rounds_exact=m, gap_at_rounds=g_m, gap_at_rounds_minus_1=g_m1, iterations=it,

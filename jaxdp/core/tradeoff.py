@@ -17,11 +17,12 @@ through the PLD engine (:func:`compose`).
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from .. import _config  # noqa: F401
 from .._validate import check, nan_where_invalid
+from .._config import jit
+from ..roots import find_root, implicit
 from .. import closed_forms as _cf
 from ..mechanisms.curve import CurvePair
 from . import pld as _pld
@@ -58,31 +59,32 @@ def gaussian_delta_unchecked(eps, mu):
     return _cf.gaussian_delta(eps, mu)
 
 
-def gaussian_epsilon(delta, mu, *, iters: int = 200):
-    r"""Smallest :math:`\varepsilon \ge 0` with :math:`\delta_{G_\mu}(\varepsilon) \le \delta` (bisection + one Newton step for gradients)."""
+def gaussian_epsilon(delta, mu):
+    r"""Smallest :math:`\varepsilon \ge 0` with :math:`\delta_{G_\mu}(\varepsilon) \le \delta` (to 1e-14 relative, the feasible side;
+    :func:`jaxdp.roots.find_root`, implicit gradients)."""
     delta, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu, okm = check("mu", mu, lo=0.0, lo_open=True)
     delta = jnp.where(okd, delta, 0.5)
     mu = jnp.where(okm, mu, 1.0)
 
-    def solve(d, m):
-        lo, hi = jnp.zeros(()), m * m / 2 + m * 40.0 + 1.0
+    return nan_where_invalid(_gaussian_epsilon(delta, mu), okd & okm)
 
-        def body(_, c):
-            lo, hi = c
-            mid = 0.5 * (lo + hi)
-            big = gaussian_delta_unchecked(mid, m) > d
-            return jnp.where(big, mid, lo), jnp.where(big, hi, mid)
 
-        lo, hi = jax.lax.fori_loop(0, iters, body, (lo, hi))
-        e = jax.lax.stop_gradient(hi)
-        # one Newton step at the converged root: value unchanged, gradient = implicit function thm
-        g = gaussian_delta_unchecked(e, m) - d
-        dg = -_cf.gaussian_delta_terms(e, m)[1]
-        e = e - g / dg
-        return jnp.where(gaussian_delta_unchecked(0.0, m) <= d, 0.0, e)
+def _gaussian_delta_of(e, m):
+    return gaussian_delta_unchecked(e, m)
 
-    return nan_where_invalid(jnp.vectorize(solve)(delta, mu), okd & okm)
+
+def _gaussian_epsilon_one(d, m):
+    top = m * m / 2 + m * 40.0 + 1.0  # delta_G(top) < Phi(-40): below any delta
+    r = find_root(_gaussian_delta_of, d, m, decreasing=True, lower=0.0, upper=top, lower_limit=0.0,
+                  upper_limit=top, rtol=1e-14, max_steps=200, method="bisection")
+    return implicit(_gaussian_delta_of, r.x, r.at_limit, d, m)
+
+
+@jit
+def _gaussian_epsilon(delta, mu):
+    # jitted: an eager call would otherwise trace and compile the search loop on every call
+    return jnp.vectorize(_gaussian_epsilon_one)(delta, mu)
 
 
 def eps_delta(a, epsilon, delta):

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _config  # noqa: F401  (float64)
 from .._validate import check, is_traced, nan_where_invalid  # noqa: F401
+from ..roots import find_root
 
 
 def check_alpha(alpha, *, allow_inf=True):
@@ -68,70 +69,36 @@ def prepare_samples(name, samples, weights, *, wname, ndim=1):
 
 
 # ---------------------------------------------------------------------------------------------
-# Root solver: largest x in [lo, hi] with f(x) <= 0 for f non-decreasing in x.
+# Root solver: largest x in [lo, hi] with f(x) <= 0 for f non-decreasing in x (jaxdp.roots).
 # Returns the feasible end of the final bracket (never the infeasible side), NaN if f(lo) > 0.
 # Gradients by the implicit-function theorem: dx = -(df/dp . dp) / (df/dx).
 # ---------------------------------------------------------------------------------------------
 
 
-def _bracket_solve(fn, n_iter, illinois, lo, hi, params):
-    # fn is traced once (it may be an expensive quadrature: compile time matters): steps 0 and 1
-    # evaluate the bracket ends, the remaining n_iter steps shrink the bracket.
-    inf = jnp.asarray(jnp.inf, jnp.result_type(lo, float))
-
-    def body(k, st):
-        lo_, hi_, flo, fhi, side = st
-        mid = 0.5 * (lo_ + hi_)
-        if illinois:
-            fin = jnp.isfinite(flo) & jnp.isfinite(fhi) & (fhi > flo)
-            den = jnp.where(fin, fhi - flo, 1.0)
-            xf = (lo_ * fhi - hi_ * flo) / den
-            w = hi_ - lo_
-            # keep the regula-falsi point strictly inside, fall back to bisection otherwise
-            xf = jnp.clip(xf, lo_ + 1e-3 * w, hi_ - 1e-3 * w)
-            x = jnp.where(fin, xf, mid)
-        else:
-            x = mid
-        x = jnp.where(k == 0, lo, jnp.where(k == 1, hi, x))
-        fx = fn(x, params)
-        init = k < 2
-        feas = fx <= 0.0
-        nlo = jnp.where(init, lo_, jnp.where(feas, x, lo_))
-        nhi = jnp.where(init, hi_, jnp.where(feas, hi_, x))
-        # Illinois: halve the retained end's value when the same end is kept twice in a row
-        nflo = jnp.where(k == 0, fx, jnp.where(init, flo,
-                         jnp.where(feas, fx, jnp.where(side == -1, 0.5 * flo, flo))))
-        nfhi = jnp.where(k == 1, fx, jnp.where(init, fhi,
-                         jnp.where(feas, jnp.where(side == 1, 0.5 * fhi, fhi), fx)))
-        nside = jnp.where(init, 0, jnp.where(feas, 1, -1)).astype(jnp.int32)
-        # if hi itself is feasible the answer is hi: collapse the bracket there
-        collapse = (k == 1) & (fx <= 0.0)
-        nlo = jnp.where(collapse, hi, nlo)
-        nflo = jnp.where(collapse, fx, nflo)
-        # lo infeasible: keep it (NaN below)
-        return nlo, nhi, nflo, nfhi, nside
-
-    st = (lo, hi, inf * jnp.ones_like(lo), inf * jnp.ones_like(lo), jnp.zeros(jnp.shape(lo), jnp.int32))
-    lo2, hi2, flo2, *_ = jax.lax.fori_loop(0, n_iter + 2, body, st)
-    return jnp.where(flo2 <= 0.0, lo2, jnp.nan)
+def _bracket_solve(fn, max_steps, method, lo, hi, params):
+    # one call site of fn (it may be an expensive quadrature: compile time matters); x is a log
+    # scale, so the absolute tolerance is a relative one on the scale
+    r = find_root(fn, 0.0, params, decreasing=False, lower=lo, upper=hi, lower_limit=lo, upper_limit=hi,
+                  rtol=1e-15, atol=1e-14, max_steps=max_steps, method=method)
+    return r.x
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
-def solve_increasing(fn, n_iter, illinois, lo, hi, params):
+def solve_increasing(fn, max_steps, method, lo, hi, params):
     """Largest ``x`` in ``[lo, hi]`` with ``fn(x, params) <= 0`` (``fn`` non-decreasing in x).
 
-    Bisection (or Illinois regula falsi keeping a bracket) for ``n_iter`` steps; the feasible end
-    of the bracket is returned, NaN if ``fn(lo) > 0``. The JVP is the implicit-function theorem at
-    the returned point, not a derivative of the iterations.
+    :func:`jaxdp.roots.find_root` (``method``) with at most ``max_steps`` steps; the feasible end of the bracket
+    is returned, NaN if ``fn(lo) > 0``. The JVP is the implicit-function theorem at the returned
+    point, not a derivative of the iterations.
     """
-    return _bracket_solve(fn, n_iter, illinois, lo, hi, params)
+    return _bracket_solve(fn, max_steps, method, lo, hi, params)
 
 
 @solve_increasing.defjvp
-def _solve_jvp(fn, n_iter, illinois, primals, tangents):
+def _solve_jvp(fn, max_steps, method, primals, tangents):
     lo, hi, params = primals
     _, _, dparams = tangents
-    x = _bracket_solve(fn, n_iter, illinois, lo, hi, params)
+    x = _bracket_solve(fn, max_steps, method, lo, hi, params)
     xs = jnp.where(jnp.isfinite(x), x, lo)
     dparams = jax.tree_util.tree_map(
         lambda p, t: jnp.zeros_like(p) if isinstance(t, jax.custom_derivatives.SymbolicZero) else t,

@@ -31,8 +31,8 @@ Laplace ``song``          :math:`b = W_\infty/\varepsilon`                      
 ``theorem2`` (both proven sufficient, so the minimum is still sound).
 
 The constants of the reconstructed [R] conditions are parameters of the bound functions (``phi``
-is passed explicitly in :func:`calibrate_condition`). Root finding: bisection (Illinois for the
-expensive exact condition) in log-scale over brackets from the inequalities
+is passed explicitly in :func:`calibrate_condition`). Root finding: :func:`jaxdp.roots.find_root` (bisection; Chandrupatla's method, at most
+``exact_iters`` steps, for the expensive exact condition) in log-scale over brackets from the inequalities
 :math:`\alpha W_1/((\alpha-1)\varepsilon) \le b^*_{\rm Thm1} \le \alpha W_\infty/((\alpha-1)\varepsilon)`,
 :math:`\alpha W_2^2/(2\varepsilon) \le \sigma^{*2}_{\rm Thm2} \le \alpha W_\infty^2/(2\varepsilon)`
 (and analogues); gradients by the implicit-function theorem.
@@ -60,7 +60,7 @@ from .divergences import renyi_mixture_both, renyi_gaussian_priors, renyi_discre
 
 LAPLACE_METHODS = ("theorem1", "tight", "exact", "pierquin", "song")
 GAUSSIAN_METHODS = ("theorem2", "exact", "pierquin")
-_N_BISECT = 100
+_MAX_STEPS = 100  # root-finder steps of the closed-form bounds (each step is cheap)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,14 +104,14 @@ def bound_theorem2(w, d, lm, alpha, coef=1.0):
     return _lse(lm, coef * alpha * (alpha - 1.0) * d * d * w) / (alpha - 1.0)
 
 
-def _solve_log(bound, lo, hi, params, eps, n_iter=_N_BISECT, illinois=False):
+def _solve_log(bound, lo, hi, params, eps, max_steps=_MAX_STEPS, method="bisection"):
     """Largest v in [lo, hi] with bound(v, *params) <= eps, searched in log v."""
 
     def fn(xv, p):
         prm, e = p
         return bound(jnp.exp(xv), *prm) - e
 
-    xv = solve_increasing(fn, n_iter, illinois, jnp.log(lo), jnp.log(hi), (params, eps))
+    xv = solve_increasing(fn, max_steps, method, jnp.log(lo), jnp.log(hi), (params, eps))
     return jnp.exp(xv)
 
 
@@ -176,7 +176,8 @@ def _exact_scale(noise, scale_of, lo, hi, args, eps, *, grid, order, exact_iters
         _, up = renyi_mixture_both(x, wx, y, wy, alpha=a, noise=noise, scale=scale_of(v), grid=grid, order=order)
         return jnp.max(up)
 
-    v = _solve_log(bound, lo, hi, args, eps * (1.0 - _EVAL_NOISE), n_iter=exact_iters, illinois=True)
+    v = _solve_log(bound, lo, hi, args, eps * (1.0 - _EVAL_NOISE), max_steps=exact_iters,
+                   method="chandrupatla")
     return jnp.where(jnp.isfinite(v), scale_of(jnp.where(jnp.isfinite(v), v, 1.0)), jnp.inf)
 
 

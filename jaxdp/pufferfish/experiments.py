@@ -78,7 +78,7 @@ def load_pairs(pairs=PAIRS):
 
 
 def _point(x, wx, y, wy, alpha, eps):
-    # 12 Illinois steps: the bracket end returned is feasible whatever the convergence
+    # 12 root-finder steps: the bracket end returned is feasible whatever the convergence
     return calibrate_all(x, wx, y, wy, alpha, eps, exact_iters=12, gaussian_grid=160, gaussian_order=5)
 
 

@@ -40,6 +40,9 @@ from .._config import jit
 from .. import _config  # noqa: F401
 from .._batch import broadcast_map, map_with
 from .._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
+from .. import accountant as _accountant
+from .. import events as _events
+from ..roots import INFEASIBLE, find_root
 from ..core import pld as _pld
 from ..core import tradeoff as _tf
 from ..mechanisms import shuffled as _exact
@@ -160,9 +163,10 @@ def _sound_delta(lo, up, x, s, m, e):
 
 
 def _plds(sigma, m, epochs, directions, grid):
-    mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m).prepare()  # one law for both directions
-    # one traced composition (and conversion, :func:`jaxdp.core.pld.map_directions`) for every direction
-    return _pld.compose_directions([(mech, epochs.astype(jnp.int64))], grid, directions)
+    # jaxdp.account's composition of E shuffled epochs: one tabulated law for both directions, one
+    # traced composition (and conversion, :func:`jaxdp.core.pld.map_directions`) for every direction
+    event = _events.SelfComposed(_events.Shuffled(_events.Gaussian(sigma), m), epochs)
+    return _accountant.composed_plds(event, grid=grid, directions=directions)
 
 
 def _direction(plds, i):
@@ -463,15 +467,16 @@ def delta_gap(*, noise_multiplier, num_rounds, num_epochs=1, method="exact", nei
 # ------------------------------------------------------------------------------------------------
 
 
-def _gap_fn(method, s, e):
+def _gap_fn(method, multi, single):
+    """``gap(m, (s, e))``, the certified gap of ``method``; ``multi``/``single``: which laws to compile."""
     if method == "exact":
-        multi = _multi(e)
-        return lambda m: _gap(s, m, e, jnp.asarray(True), SHUFFLE_GRID, multi, True, _single(e))[1]
-    return lambda m: delta_gap(noise_multiplier=s, num_rounds=m, num_epochs=e, method=method)
+        return lambda m, p: _gap(p[0], m, p[1], jnp.asarray(True), SHUFFLE_GRID, multi, True, single)[1]
+    return lambda m, p: delta_gap(noise_multiplier=p[0], num_rounds=m, num_epochs=p[1], method=method)
 
 
-def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exact", max_rounds=1e12, iters=60):
-    """Real-valued M* solving gap(M) = delta by bisection in log M (gap is non-increasing in M)."""
+def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exact", max_rounds=1e12):
+    """Real-valued M* solving gap(M) = delta (gap is non-increasing in M): the feasible end, to 1e-13 relative
+    (:func:`jaxdp.roots.find_root` in log M)."""
     check_choice("method", method, ("exact", "berry_esseen", "clt", "edgeworth"))
     check_broadcast(delta=delta, noise_multiplier=noise_multiplier, num_epochs=num_epochs)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -480,22 +485,15 @@ def rounds_for_delta_real(delta, *, noise_multiplier, num_epochs=1, method="exac
     if method == "berry_esseen":
         m = closed_form.rounds_berry_esseen(d, s, e)
         return nan_where_invalid(m, okd & oks & oke)
-    gap = _gap_fn(method, s, e)
+    gap = _gap_fn(method, _multi(e), _single(e))
 
     @jit
     def solve(d, s, e):
-        lo, hi = jnp.zeros(()), jnp.log(max_rounds)
-        # hi only ever moves to points where the gap was evaluated and found feasible
-        feasible_at_all = gap(jnp.exp(hi)) <= d
-
-        def body(_, c):
-            lo, hi = c
-            mid = 0.5 * (lo + hi)
-            feas = gap(jnp.exp(mid)) <= d
-            return jnp.where(feas, lo, mid), jnp.where(feas, mid, hi)
-
-        lo, hi = lax.fori_loop(0, iters, body, (lo, hi))
-        return jnp.where(feasible_at_all, jnp.exp(hi), jnp.inf)
+        # the smallest feasible real M in [1, max_rounds], searched in log M; +inf if even
+        # max_rounds is infeasible (the finder then reports INFEASIBLE and its x is NaN)
+        r = find_root(gap, d, (s, e), decreasing=True, lower=1.0, upper=float(max_rounds), lower_limit=1.0,
+                      upper_limit=float(max_rounds), log_scale=True, rtol=1e-13, max_steps=200)
+        return jnp.where(r.result == INFEASIBLE, jnp.inf, r.x)
 
     out = jnp.vectorize(lambda d_, s_, e_: solve(d_, s_, e_))(d, s, e) if (d.ndim or s.ndim or e.ndim) else solve(d, s, e)
     return nan_where_invalid(out, okd & oks & oke)

@@ -306,7 +306,7 @@ def test_rounds_clt_is_the_smallest_feasible_integer(pts):
 
 
 def test_regression_rounds_whole_range_feasible_returns_one():
-    """Regression (fixed in _round_feasible).  Found by test_rounds_clt_is_the_smallest_feasible_integer: sigma = 1, E = 1, target 0.5.  The CLT
+    """Regression (fixed in the integer refinement, jaxdp.roots.extreme_integer).  Found by test_rounds_clt_is_the_smallest_feasible_integer: sigma = 1, E = 1, target 0.5.  The CLT
     gap at M = 1 is 2 Phi(sqrt(e - 1)/2) - 1 = 0.4878 <= 0.5, so the smallest feasible M is 1 (the
     real root is reported as 1.0) but the integer returned is 2 (feasible, not the smallest)."""
     assert _clt_gap(np.array([1.0]), np.array([1.0]), np.array([1.0]))[0] <= 0.5
