@@ -578,13 +578,15 @@ def shuffle_noise_multiplier(epsilon, delta, *, num_rounds, num_epochs=1, rtol=1
     return _finalize(sol, ok, throw, "shuffle noise_multiplier calibration")
 
 
-@functools.partial(jit, static_argnames=("gap_fn", "method", "rtol", "max_rounds"))
-def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds):
+@functools.partial(jit, static_argnames=("gap_fn", "method", "rtol", "max_rounds", "single_epoch"))
+def _rounds_core(gap, sigma, epochs, *, gap_fn, method, rtol, max_rounds, single_epoch):
     fn0 = _shuffle_gap_guarded(gap_fn, method)
 
     def fn(m, p):
         s, e_ = p
-        return fn0(s, m, e_)
+        # one epoch known before tracing: a concrete E = 1, so the gap compiles its single-epoch law
+        # only (a traced E would compile the whole E-epoch PLD composition into the search as well)
+        return fn0(s, m, 1.0 if single_epoch else e_)
 
     def one(g, s, e_):
         lo = 100.0
@@ -615,8 +617,9 @@ def rounds_solution(*, delta_gap, noise_multiplier, num_epochs=1, method="exact"
         # the numerical law is NaN there, so the exact gap is its rigorous envelope: solve on the
         # envelope alone (same numbers) instead of compiling the whole law into the solver
         gap_fn = _envelope_gap
+    single = not is_traced(ep) and bool(np.all(np.asarray(ep) == 1))
     sol = _rounds_core(jnp.where(okd, d, 0.01), jnp.where(oks, s, 1.0), jnp.where(oke, ep, 1.0),
-                       gap_fn=gap_fn, method=method, rtol=rtol, max_rounds=float(max_rounds))
+                       gap_fn=gap_fn, method=method, rtol=rtol, max_rounds=float(max_rounds), single_epoch=single)
     return _finalize(sol, ok, throw, "shuffle rounds calibration")
 
 
