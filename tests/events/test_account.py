@@ -99,6 +99,7 @@ def test_schedule_is_one_fft_product():
     assert sorted(counts.values()) == [1, 2], counts  # 2 rfft, 1 irfft
 
 
+@pytest.mark.acceptance  # issue 16's jit/vmap/grad item: four programs (eager, jit, vmap, grad), ~45 s
 def test_jit_vmap_grad_of_a_schedule():
     delta = 1e-5
 

@@ -153,6 +153,9 @@ def _eps_value_and_grads(d, s_, q_, t):
     return _eps_value(d, s_, q_, t), jax.grad(lambda a, b: _eps_value(d, a, b, t).sum(), argnums=(0, 1))(s_, q_)
 
 
+# acceptance step: reverse-mode gradients through the default-grid accountant, a program of its own
+# (~30 s to compile on a CI core); the suite's other jit/eager checks stay in the README command
+@pytest.mark.acceptance
 @settings(max_examples=n_examples(2))
 @given(params, delta_st)
 def test_jit_equals_eager_and_gradients_finite(p, delta):

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxdp.pufferfish as pf
 from jaxdp.pufferfish.calibration import calibrate_all
@@ -16,6 +17,7 @@ F = jax.jit(lambda a, e: calibrate_all(X, WX, Y, WY, a, e))
 J = jax.jit(jax.jacfwd(lambda a, e: calibrate_all(X, WX, Y, WY, a, e), argnums=(0, 1)))
 
 
+@pytest.mark.acceptance  # gradients vs finite differences of every method at once: ~35 s to compile
 def test_gradients_match_finite_differences():
     for a0, e0 in [(3.0, 0.7), (0.6, 0.7), (12.0, 2.0)]:
         jac_all = J(a0, e0)  # {method: (d/dalpha, d/deps)}

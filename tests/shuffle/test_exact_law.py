@@ -11,6 +11,7 @@ Expected values and their provenance:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -151,6 +152,12 @@ def assert_bracketed(lo, up, want, atol):
 CURVE_TOL = 1e-6  # required accuracy of the trade-off curve and the gap
 
 
+@functools.partial(jax.jit, static_argnames="direction")
+def _sf(sigma, m, ell, direction):
+    # sigma and M are arguments, not constants closed over: one program per direction for every key
+    return ShuffledGaussian(noise_multiplier=sigma, num_rounds=m).privacy_loss_sf(ell, direction)
+
+
 @pytest.fixture(scope="module")
 def mech_sf():
     cache = {}
@@ -158,9 +165,8 @@ def mech_sf():
     def get(sigma, m, ell, direction="remove"):
         key = (sigma, m, tuple(np.asarray(ell).ravel()), direction)
         if key not in cache:
-            mech = ShuffledGaussian(noise_multiplier=sigma, num_rounds=m)
-            fn = jax.jit(lambda e: mech.privacy_loss_sf(e, direction))
-            cache[key] = tuple(np.asarray(v) for v in fn(jnp.asarray(ell)))
+            out = _sf(jnp.float64(sigma), jnp.float64(m), jnp.asarray(ell), direction)
+            cache[key] = tuple(np.asarray(v) for v in out)
         return cache[key]
 
     return get
