@@ -172,10 +172,12 @@ def _tradeoff_core(event, a, ok_a, neighboring, grid, num_eps):
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
-@functools.partial(jit, static_argnames=("neighboring", "grid", "direction"))
-def _pld_core(event, neighboring, grid, direction):
+@functools.partial(jit, static_argnames=("neighboring", "grid"))
+def _pld_core(event, neighboring, grid):
+    # both directions in one program (one traced composition, compose_directions): asking for the
+    # second direction reuses it instead of compiling the laws again
     comps, _ = _flat(event, neighboring)
-    return _pld.compose(comps, direction, grid)
+    return _plds(comps, grid)
 
 
 @pytree_dataclass(static=("neighboring", "grid"))
@@ -214,7 +216,8 @@ class Account:
         check_choice("direction", direction, DIRECTIONS)
         if not _events.components(self.event, self.neighboring):
             raise ValueError("the event runs nothing: it has no privacy-loss distribution to show")
-        return _pld_core(self.event, self.neighboring, self.grid, direction)
+        i = DIRECTIONS.index(direction)
+        return jax.tree_util.tree_map(lambda x: x[i], _pld_core(self.event, self.neighboring, self.grid))
 
 
 def account(event, *, neighboring: str = "add_remove", grid=None) -> Account:

@@ -5,6 +5,7 @@ discretisation) on ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` x T, del
 (computed once, see benchmarks/bench_calibrate.py which recomputes them side by side).
 """
 
+import functools
 import math
 
 import jax
@@ -81,9 +82,16 @@ def test_solve_failure_modes():
 # ---- Poisson -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def poisson_batch():
+@functools.lru_cache(maxsize=None)
+def _poisson_batch():
     return cal.poisson_noise_multiplier(jnp.asarray(EPS), 1e-5, sampling_probability=0.01, num_steps=1000)
+
+
+@pytest.fixture
+def poisson_batch():
+    # cached in the process, not a module fixture: an xdist worker that tears module fixtures down
+    # between the module's tests (seen: the 40 s calibration set up twice in one run) reuses it
+    return _poisson_batch()
 
 
 def test_poisson_matches_dp_accounting_and_is_feasible(poisson_batch):
