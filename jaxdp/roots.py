@@ -220,8 +220,8 @@ def _search(fn, target, params, lower, upper, *, decreasing, lower_limit, upper_
     va0 = snap(v_of_x(jnp.asarray(lower if decreasing else upper, f64)))
     vb0 = snap(v_of_x(jnp.asarray(upper if decreasing else lower, f64)))
     va0, vb0 = jnp.minimum(va0, vb0), jnp.maximum(va0, vb0)
-    if method == "bisection":
-        return _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_steps)
+    if method in ("bisection", "illinois"):
+        return _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_steps, method == "illinois")
     sp = dict(snap=snap, converged=converged, cpoint=cpoint, x_of_v=x_of_v, v_of_x=v_of_x, vmin=vmin,
               vmax=vmax, integer=integer, sgn=sgn, growth=growth, max_expand=max_expand)
     w0 = jnp.maximum(vb0 - va0, 1.0 if (integer and not log_scale) else 1e-3)
@@ -278,19 +278,29 @@ def _chandrupatla(fn, params, target, va0, vb0, w0, sp, tol_v, max_steps):
                 at_limit=at_limit)
 
 
-def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_steps):
+def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_steps, illinois=False):
     """The bisection of :func:`_search`'s oriented variable on the fixed bracket [va0, vb0].
 
     Steps 0 and 1 evaluate the ends (the feasible end infeasible: INFEASIBLE; the infeasible end
     feasible: the whole bracket is, ``at_limit``), then each step halves the bracket; one call site
-    of ``fn``, a small loop to compile (the searches whose bracket is known from a closed form)."""
+    of ``fn``, a small loop to compile (the searches whose bracket is known from a closed form).
+    ``illinois``: the next point is the regula-falsi point of the bracket, kept 1e-3 of its width
+    inside (bisection where it is not finite), and an end kept twice in a row has its value halved
+    (the Illinois rule)."""
     f64 = jnp.float64
     nan = jnp.asarray(jnp.nan, f64)
-    st0 = dict(k=jnp.asarray(0, jnp.int32), status=jnp.asarray(_RUNNING, jnp.int32), va=va0, vb=vb0, fa=nan, fb=nan)
+    st0 = dict(k=jnp.asarray(0, jnp.int32), status=jnp.asarray(_RUNNING, jnp.int32), va=va0, vb=vb0, fa=nan, fb=nan,
+               side=jnp.asarray(0, jnp.int32))
 
     def body(s):
         k = s["k"]
-        v = jnp.where(k == 0, s["va"], jnp.where(k == 1, s["vb"], cpoint(s["va"], s["vb"], 0.5)))
+        mid = cpoint(s["va"], s["vb"], 0.5)
+        if illinois:
+            fin = jnp.isfinite(s["fa"]) & jnp.isfinite(s["fb"]) & (s["fa"] > s["fb"])
+            w = s["vb"] - s["va"]
+            vf = (s["va"] * s["fb"] - s["vb"] * s["fa"]) / jnp.where(fin, s["fb"] - s["fa"], 1.0)
+            mid = jnp.where(fin, jnp.clip(vf, s["va"] + 1e-3 * w, s["vb"] - 1e-3 * w), mid)
+        v = jnp.where(k == 0, s["va"], jnp.where(k == 1, s["vb"], mid))
         f = jnp.asarray(fn(x_of_v(v), params), f64) - target
         feas = f <= 0
         first, second = k == 0, k == 1
@@ -298,13 +308,17 @@ def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_step
         vb = jnp.where(second | (k >= 2) & feas, v, s["vb"])
         fa = jnp.where(first | (k >= 2) & ~feas, f, s["fa"])
         fb = jnp.where(second | (k >= 2) & feas, f, s["fb"])
+        if illinois:  # the end kept twice in a row: its value halved
+            fa = jnp.where((k >= 2) & feas & (s["side"] == 1), 0.5 * fa, fa)
+            fb = jnp.where((k >= 2) & ~feas & (s["side"] == -1), 0.5 * fb, fb)
+        side = jnp.where(k >= 2, jnp.where(feas, 1, -1), 0).astype(jnp.int32)
         status = jnp.where(
             jnp.isnan(f), NONFINITE,
             jnp.where(first, jnp.where(feas, SUCCESSFUL, _RUNNING),
                       jnp.where(second & ~feas, INFEASIBLE,
                                 jnp.where(converged(va, vb), SUCCESSFUL,
                                           jnp.where(k >= max_steps + 1, MAX_STEPS, _RUNNING)))))
-        return dict(k=k + 1, status=status.astype(jnp.int32), va=va, vb=vb, fa=fa, fb=fb)
+        return dict(k=k + 1, status=status.astype(jnp.int32), va=va, vb=vb, fa=fa, fb=fb, side=side)
 
     s = lax.while_loop(lambda s: s["status"] == _RUNNING, body, st0)
     status = s["status"]
@@ -335,13 +349,15 @@ def find_root(fn, target, params=None, *, decreasing: bool, lower, upper, lower_
       max_steps: steps at most (then MAX_STEPS: x is feasible, perhaps not tight).
       method: ``"chandrupatla"`` (the default: fewest evaluations, for expensive functions) or
         ``"bisection"``: halving the fixed bracket ``[lower, upper]`` (no expansion), the smaller
-        program to compile, for cheap functions whose bracket a closed form gives.
+        program to compile, for cheap functions whose bracket a closed form gives; ``"illinois"``:
+        regula falsi with the Illinois rule on the same fixed bracket (a fixed, small number of
+        evaluations of an expensive function: the Pufferfish quadrature).
 
     Returns:
       :class:`Root`.  No gradient flows through the iterations: wrap ``x`` with :func:`implicit`.
     """
-    if method not in ("chandrupatla", "bisection"):
-        raise ValueError(f"method must be 'chandrupatla' or 'bisection', got {method!r}")
+    if method not in ("chandrupatla", "bisection", "illinois"):
+        raise ValueError(f"method must be 'chandrupatla', 'bisection' or 'illinois', got {method!r}")
     sg = jax.lax.stop_gradient
     return _search(fn, sg(target), jax.tree_util.tree_map(sg, params), sg(lower), sg(upper),
                    decreasing=decreasing, lower_limit=lower_limit, upper_limit=upper_limit,

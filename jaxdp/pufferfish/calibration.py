@@ -31,8 +31,8 @@ Laplace ``song``          :math:`b = W_\infty/\varepsilon`                      
 ``theorem2`` (both proven sufficient, so the minimum is still sound).
 
 The constants of the reconstructed [R] conditions are parameters of the bound functions (``phi``
-is passed explicitly in :func:`calibrate_condition`). Root finding: :func:`jaxdp.roots.find_root` (bisection; Chandrupatla's method, at most
-``exact_iters`` steps, for the expensive exact condition) in log-scale over brackets from the inequalities
+is passed explicitly in :func:`calibrate_condition`). Root finding: :func:`jaxdp.roots.find_root` (bisection; Illinois steps, ``exact_iters`` of them,
+for the expensive exact condition) in log-scale over brackets from the inequalities
 :math:`\alpha W_1/((\alpha-1)\varepsilon) \le b^*_{\rm Thm1} \le \alpha W_\infty/((\alpha-1)\varepsilon)`,
 :math:`\alpha W_2^2/(2\varepsilon) \le \sigma^{*2}_{\rm Thm2} \le \alpha W_\infty^2/(2\varepsilon)`
 (and analogues); gradients by the implicit-function theorem.
@@ -177,7 +177,7 @@ def _exact_scale(noise, scale_of, lo, hi, args, eps, *, grid, order, exact_iters
         return jnp.max(up)
 
     v = _solve_log(bound, lo, hi, args, eps * (1.0 - _EVAL_NOISE), max_steps=exact_iters,
-                   method="chandrupatla")
+                   method="illinois")
     return jnp.where(jnp.isfinite(v), scale_of(jnp.where(jnp.isfinite(v), v, 1.0)), jnp.inf)
 
 
