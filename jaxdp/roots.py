@@ -289,16 +289,17 @@ def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_step
     (the Illinois rule)."""
     f64 = jnp.float64
     nan = jnp.asarray(jnp.nan, f64)
+    # wa, wb: the ends' values as the Illinois rule weighs them (fa, fb stay the true residuals)
     st0 = dict(k=jnp.asarray(0, jnp.int32), status=jnp.asarray(_RUNNING, jnp.int32), va=va0, vb=vb0, fa=nan, fb=nan,
-               side=jnp.asarray(0, jnp.int32))
+               wa=nan, wb=nan, side=jnp.asarray(0, jnp.int32))
 
     def body(s):
         k = s["k"]
         mid = cpoint(s["va"], s["vb"], 0.5)
         if illinois:
-            fin = jnp.isfinite(s["fa"]) & jnp.isfinite(s["fb"]) & (s["fa"] > s["fb"])
+            fin = jnp.isfinite(s["wa"]) & jnp.isfinite(s["wb"]) & (s["wa"] > s["wb"])
             w = s["vb"] - s["va"]
-            vf = (s["va"] * s["fb"] - s["vb"] * s["fa"]) / jnp.where(fin, s["fb"] - s["fa"], 1.0)
+            vf = (s["va"] * s["wb"] - s["vb"] * s["wa"]) / jnp.where(fin, s["wb"] - s["wa"], 1.0)
             mid = jnp.where(fin, jnp.clip(vf, s["va"] + 1e-3 * w, s["vb"] - 1e-3 * w), mid)
         v = jnp.where(k == 0, s["va"], jnp.where(k == 1, s["vb"], mid))
         f = jnp.asarray(fn(x_of_v(v), params), f64) - target
@@ -308,9 +309,11 @@ def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_step
         vb = jnp.where(second | (k >= 2) & feas, v, s["vb"])
         fa = jnp.where(first | (k >= 2) & ~feas, f, s["fa"])
         fb = jnp.where(second | (k >= 2) & feas, f, s["fb"])
-        if illinois:  # the end kept twice in a row: its value halved
-            fa = jnp.where((k >= 2) & feas & (s["side"] == 1), 0.5 * fa, fa)
-            fb = jnp.where((k >= 2) & ~feas & (s["side"] == -1), 0.5 * fb, fb)
+        wa = jnp.where(first | (k >= 2) & ~feas, f, s["wa"])
+        wb = jnp.where(second | (k >= 2) & feas, f, s["wb"])
+        if illinois:  # the end kept twice in a row: its weight halved
+            wa = jnp.where((k >= 2) & feas & (s["side"] == 1), 0.5 * wa, wa)
+            wb = jnp.where((k >= 2) & ~feas & (s["side"] == -1), 0.5 * wb, wb)
         side = jnp.where(k >= 2, jnp.where(feas, 1, -1), 0).astype(jnp.int32)
         status = jnp.where(
             jnp.isnan(f), NONFINITE,
@@ -318,7 +321,7 @@ def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_step
                       jnp.where(second & ~feas, INFEASIBLE,
                                 jnp.where(converged(va, vb), SUCCESSFUL,
                                           jnp.where(k >= max_steps + 1, MAX_STEPS, _RUNNING)))))
-        return dict(k=k + 1, status=status.astype(jnp.int32), va=va, vb=vb, fa=fa, fb=fb, side=side)
+        return dict(k=k + 1, status=status.astype(jnp.int32), va=va, vb=vb, fa=fa, fb=fb, wa=wa, wb=wb, side=side)
 
     s = lax.while_loop(lambda s: s["status"] == _RUNNING, body, st0)
     status = s["status"]
@@ -358,6 +361,8 @@ def find_root(fn, target, params=None, *, decreasing: bool, lower, upper, lower_
     """
     if method not in ("chandrupatla", "bisection", "illinois"):
         raise ValueError(f"method must be 'chandrupatla', 'bisection' or 'illinois', got {method!r}")
+    if method == "illinois" and integer:
+        raise ValueError("method='illinois' searches the reals: use 'bisection' or 'chandrupatla' with integer=True")
     sg = jax.lax.stop_gradient
     return _search(fn, sg(target), jax.tree_util.tree_map(sg, params), sg(lower), sg(upper),
                    decreasing=decreasing, lower_limit=lower_limit, upper_limit=upper_limit,

@@ -56,6 +56,15 @@ def test_integer_limits_and_failures(method):
     assert int(r.result) == roots.NONFINITE and math.isnan(float(r.x))
 
 
+def test_illinois_rule():
+    # regula falsi with the Illinois rule on a fixed bracket (the Pufferfish exact scale's steps)
+    r = roots.find_root(lambda x, p: x**3, 5.0, None, decreasing=False, lower=0.0, upper=10.0, lower_limit=0.0,
+                        upper_limit=10.0, rtol=1e-13, max_steps=100, method="illinois")
+    assert int(r.result) == roots.SUCCESSFUL and float(r.x) ** 3 <= 5.0
+    assert float(r.x) == pytest.approx(5.0 ** (1 / 3), rel=1e-12)
+    assert float(r.residual) == pytest.approx(float(r.x) ** 3 - 5.0, abs=1e-15)  # the true residual
+
+
 def test_max_steps_still_returns_a_feasible_point():
     for method in METHODS:
         r = roots.find_root(lambda x, p: x**3, 5.0, None, decreasing=False, lower=0.0, upper=10.0, lower_limit=0.0,
@@ -63,6 +72,9 @@ def test_max_steps_still_returns_a_feasible_point():
         assert int(r.result) == roots.MAX_STEPS and float(r.x) ** 3 <= 5.0
     with pytest.raises(ValueError, match="method"):
         roots.find_root(lambda x, p: x, 1.0, None, decreasing=False, lower=0.0, upper=2.0, method="newton")
+    with pytest.raises(ValueError, match="illinois"):
+        roots.find_root(lambda x, p: x, 1.0, None, decreasing=False, lower=0.0, upper=2.0, integer=True,
+                        method="illinois")
 
 
 def test_implicit_gradient_matches_the_closed_form():

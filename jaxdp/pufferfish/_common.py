@@ -76,12 +76,12 @@ def prepare_samples(name, samples, weights, *, wname, ndim=1):
 
 
 def _bracket_solve(fn, max_steps, method, lo, hi, params):
-    # one call site of fn (it may be an expensive quadrature: compile time matters); x is a log
-    # scale, so the absolute tolerance is a relative one on the scale
-    # (Illinois runs all its max_steps, as the recorded UCI tables were computed: no tolerance stop)
-    tol = dict(rtol=0.0, atol=0.0) if method == "illinois" else dict(rtol=1e-15, atol=1e-14)
+    # one call site of fn (it may be an expensive quadrature: compile time matters); x is a log scale
+    # no tolerance stop: all max_steps run, as when the recorded UCI tables and audit reports were
+    # computed (bisection then ends on the last float before the boundary, whatever its midpoints;
+    # the audit's likelihood-ratio ties make its report depend on the scale's last bits)
     r = find_root(fn, 0.0, params, decreasing=False, lower=lo, upper=hi, lower_limit=lo, upper_limit=hi,
-                  max_steps=max_steps, method=method, **tol)
+                  max_steps=max_steps, method=method, rtol=0.0, atol=0.0)
     return r.x
 
 
