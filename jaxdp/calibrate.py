@@ -443,42 +443,8 @@ def poisson_noise_multiplier(epsilon, delta, *, sampling_probability, num_steps,
     ok = jnp.broadcast_to(oke & okd & okq & okt, shape)
     args = (jnp.where(oke, e, 1.0), jnp.where(okd, d, 1e-5), jnp.where(okq, q, 0.5), jnp.where(okt, t, 1.0))
     kw = dict(rtol=rtol, max_steps=max_steps, direction=direction, sigma_range=tuple(sigma_range))
-    search = _search_grid(grid, search_grid)
-    sol = None
-    if search != grid and not any(is_traced(a) for a in (e, d, q, t)):
-        sol = _certified_eagerly(_poisson_sigma_core(*args, grid=search, search_grid=search, **kw), *args,
-                                 direction=direction, grid=grid)
-    if sol is None:  # traced, or an answer the certificate must move: the search and certificate in one program
-        sol = _poisson_sigma_core(*args, grid=grid, search_grid=search, **kw)
+    sol = _poisson_sigma_core(*args, grid=grid, search_grid=_search_grid(grid, search_grid), **kw)
     return _finalize(sol, ok, throw, "poisson noise_multiplier calibration")
-
-
-@functools.partial(jit, static_argnames=("direction",))
-def _guarded(eps, sigma, delta, q, steps, *, direction):
-    return jnp.vectorize(lambda *a: _poisson_guarded(*a, direction))(eps, sigma, delta, q, steps)
-
-
-def _certified_eagerly(sol, eps, delta, q, steps, *, direction, grid):
-    """The certificate of :func:`_solve_traced` for concrete inputs, read from the public accountant.
-
-    The answer of the search is checked with ``jaxdp.poisson.epsilon_for_delta(..., grid=grid)``
-    called as a user calls it (its compiled program is the one the user's own check runs, instead
-    of a second copy inside the calibration program: ~15 s less XLA time on a CI core), guarded as
-    in :func:`_poisson_eps`.  None when some answer fails it: the caller then runs the one-program
-    search and certificate, which moves the answer.
-    """
-    from . import poisson
-
-    good = (sol.result == SUCCESSFUL) | (sol.result == MAX_STEPS) | (sol.result == AT_LIMIT)
-    x = jnp.where(good, sol.value, 1.0)
-    e_at = poisson.epsilon_for_delta(delta, noise_multiplier=x, sampling_probability=q, num_steps=steps,
-                                     direction=direction, grid=grid)
-    res = _guarded(e_at, x, delta, q, steps, direction=direction) - eps * (1.0 - _CERTIFY_MARGIN)
-    if not bool(jnp.all(~good | (res <= 0))):
-        return None
-    stats = dict(sol.stats, residual=jnp.where(good, res, sol.stats["residual"]),
-                 certificate_steps=jnp.ones_like(sol.result), certificate_moved=jnp.zeros_like(good))
-    return Solution(value=sol.value, root=sol.root, result=sol.result, stats=stats)
 
 
 @functools.partial(jit, static_argnames=("direction", "grid", "search_grid", "max_epochs"))
