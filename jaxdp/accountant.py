@@ -118,8 +118,10 @@ def _below_gauss(lo, gauss_value, x, mu):
     return jnp.where(ok & jnp.isfinite(g), jnp.minimum(lo, g), lo)
 
 
-@functools.partial(jit, static_argnames=("neighboring", "grid"))
-def _epsilon_core(event, delta, ok_delta, neighboring, grid):
+@functools.partial(jit, static_argnames=("neighboring", "grid", "with_lower"))
+def _epsilon_core(event, delta, ok_delta, neighboring, grid, with_lower=True):
+    # with_lower=False: the upper end only (lower = NaN), a program without the Hoeffding
+    # conversion and the Gaussian clip, for callers that report one number (the adapters)
     comps, ok = _flat(event, neighboring)
     ok = ok & ok_delta
     if not comps:  # nothing ran: perfectly private
@@ -129,8 +131,10 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid):
 
     def one(d):
         ps = _plds(comps, grid, d)
-        up, lo = _worst(ps, lambda p: (p.epsilon_upper(d), p.epsilon_lower(_pld.lower_bound_delta(d))))
         # eps >= 0 by convention (delta(0) <= delta: the guarantee holds at eps = 0)
+        if not with_lower:
+            return jnp.full_like(d, jnp.nan), jnp.maximum(_worst(ps, lambda p: p.epsilon_upper(d)), 0.0)
+        up, lo = _worst(ps, lambda p: (p.epsilon_upper(d), p.epsilon_lower(_pld.lower_bound_delta(d))))
         up, lo = jnp.maximum(up, 0.0), jnp.maximum(lo, 0.0)
         return _below_gauss(lo, _tf.gaussian_epsilon, d, mu), up
 
@@ -138,13 +142,15 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid):
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)
 
 
-@functools.partial(jit, static_argnames=("neighboring", "grid"))
-def _delta_core(event, epsilon, ok_eps, neighboring, grid):
+@functools.partial(jit, static_argnames=("neighboring", "grid", "with_lower"))
+def _delta_core(event, epsilon, ok_eps, neighboring, grid, with_lower=True):
     comps, ok = _flat(event, neighboring)
     ok = ok & ok_eps
     if not comps:
         return nan_where_invalid(jnp.zeros_like(epsilon), ok), nan_where_invalid(jnp.zeros_like(epsilon), ok)
     e = jnp.where(ok_eps, epsilon, 1.0)
+    if not with_lower:  # the upper end only, as in _epsilon_core
+        return jnp.full_like(e, jnp.nan), nan_where_invalid(_worst(_plds(comps, grid), lambda p: p.delta_upper(e)), ok)
     up, lo = _worst(_plds(comps, grid), lambda p: (p.delta_upper(e), p.delta_lower(e)))
     gauss_delta = lambda x, m: jnp.clip(_tf.gaussian_delta_unchecked(x, m), 0.0, 1.0)  # noqa: E731
     lo = _below_gauss(lo, gauss_delta, e, _gdp_mu(comps))
@@ -199,11 +205,24 @@ class Account:
         lo, up = _epsilon_core(self.event, d, ok, self.neighboring, self.grid)
         return Bracket(lower=lo, upper=up, value=up)
 
+    def epsilon_upper(self, delta):
+        """The certified upper end of :meth:`epsilon` alone (the same number as its ``value``).
+
+        A smaller program to compile than the bracket (no lower bound is computed): for callers
+        that report one pessimistic number, such as the dp_accounting adapter."""
+        d, ok = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        return _epsilon_core(self.event, d, ok, self.neighboring, self.grid, with_lower=False)[1]
+
     def delta(self, epsilon) -> Bracket:
         """Certified hockey-stick delta(eps) (worse direction); ``value = upper``."""
         e, ok = check("epsilon", epsilon)
         lo, up = _delta_core(self.event, e, ok, self.neighboring, self.grid)
         return Bracket(lower=lo, upper=up, value=up)
+
+    def delta_upper(self, epsilon):
+        """The certified upper end of :meth:`delta` alone (its ``value``), as :meth:`epsilon_upper`."""
+        e, ok = check("epsilon", epsilon)
+        return _delta_core(self.event, e, ok, self.neighboring, self.grid, with_lower=False)[1]
 
     def tradeoff(self, a, *, num_eps: int = 4096) -> Bracket:
         """Certified trade-off curve f(a) valid for both directions; ``value = lower`` (the f-DP guarantee)."""

@@ -35,7 +35,8 @@ class JaxdpAccountantConfig(_jpa.DpAccountantConfig):
     Attributes:
       neighboring_relation: ``ADD_OR_REMOVE_ONE`` (jax_privacy's accountants' relation) or
         ``REPLACE_ONE``.
-      grid: a static :class:`jaxdp.core.pld.Grid`; ``None``: :func:`jaxdp.account`'s default.
+      grid: a static :class:`jaxdp.core.pld.Grid`; ``None``: the dp_accounting adapter's
+        default (``jaxdp.interop.dp_accounting.DEFAULT_GRID``).
     """
 
     neighboring_relation: dp_accounting.NeighboringRelation = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE

@@ -233,3 +233,15 @@ def test_optimistic_ends_respect_the_gaussian_envelope():
     f = acc.tradeoff(a)
     assert np.all(np.asarray(f.upper) >= norm.cdf(-norm.ppf(a) - 2.0) * (1 - 1e-12))
     assert np.all(np.asarray(f.lower) <= np.asarray(f.upper))
+
+
+@pytest.mark.parametrize("grid", [G12, G12_2])
+def test_upper_ends_alone_are_the_brackets_values(grid):
+    # epsilon_upper / delta_upper compile without the lower end; the number is the same one
+    acc = jaxdp.account(_schedule(1.0, 1.5), grid=grid)
+    d, e = jnp.array([1e-6, 1e-4]), jnp.array([0.5, 2.0])
+    np.testing.assert_array_equal(np.asarray(acc.epsilon_upper(d)), np.asarray(acc.epsilon(d).value))
+    np.testing.assert_array_equal(np.asarray(acc.delta_upper(e)), np.asarray(acc.delta(e).value))
+    with pytest.raises(ValueError, match="delta"):
+        acc.epsilon_upper(0.0)
+    assert np.isnan(float(jax.jit(lambda x: acc.epsilon_upper(x))(-1.0)))

@@ -84,6 +84,19 @@ def test_agrees_with_dp_accounting_pld(event, delta):
     assert acc.get_delta(1.0) == pytest.approx(ref.get_delta(1.0), rel=1e-2)
 
 
+@pytest.mark.parametrize("q, steps, sigma", [(0.01, 10000, 1.0)])
+def test_default_grid_reports_a_certified_upper_end_near_the_fine_one(q, steps, sigma):
+    # reference: jaxdp.account's two-stage default grid (2^18 cells), whose certified bracket is
+    # narrow here (< 0.1%): the adapter's default (one stage, 2^16) must report a number that the
+    # fine bracket does not contradict (>= its lower end) and that is within 0.1% of its upper end
+    event = Self(Poisson(q, Gauss(sigma)), steps)
+    got = JaxdpAccountant().compose(event).get_epsilon(1e-6)
+    fine = jaxdp.account(from_dp_accounting(event)).epsilon(1e-6)
+    assert float(fine.lower) <= got <= float(fine.upper) * 1.001
+    assert got == pytest.approx(float(fine.upper), rel=1e-3)
+    assert interop.DEFAULT_GRID == Grid(size=2**16)
+
+
 def test_calibration_matches_dp_accounting_and_is_feasible():
     def event(sigma):
         return Self(Poisson(0.1, Gauss(sigma)), 100)
