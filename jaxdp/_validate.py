@@ -87,6 +87,9 @@ def check(
             raise ValueError(
                 f"{name} must be {what}{_fmt_range(lo, hi, lo_open, hi_open, allow_inf)}, got {first!r}"
             )
+        # a concrete value that reached here is valid everywhere: no XLA operation is needed (each
+        # one compiles a small program on its first use, ~20 ms apiece in a fresh process)
+        return jnp.asarray(a), jnp.asarray(np.ones(a.shape, dtype=bool))
     # Always float64, integers included: accountant numerics need float64 (deltas of 1e-10,
     # log-sums over 1e6 bins; widening float32 is exact), and one dtype per argument means
     # ``num_steps=1000`` and ``num_steps=1000.0`` share one compiled program instead of two.
