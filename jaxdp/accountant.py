@@ -127,8 +127,6 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid, with_lower=True):
     if not comps:  # nothing ran: perfectly private
         return nan_where_invalid(jnp.zeros_like(delta), ok), nan_where_invalid(jnp.zeros_like(delta), ok)
 
-    mu = _gdp_mu(comps)
-
     def one(d):
         ps = _plds(comps, grid, d)
         # eps >= 0 by convention (delta(0) <= delta: the guarantee holds at eps = 0)
@@ -136,7 +134,7 @@ def _epsilon_core(event, delta, ok_delta, neighboring, grid, with_lower=True):
             return jnp.full_like(d, jnp.nan), jnp.maximum(_worst(ps, lambda p: p.epsilon_upper(d)), 0.0)
         up, lo = _worst(ps, lambda p: (p.epsilon_upper(d), p.epsilon_lower(_pld.lower_bound_delta(d))))
         up, lo = jnp.maximum(up, 0.0), jnp.maximum(lo, 0.0)
-        return _below_gauss(lo, _tf.gaussian_epsilon, d, mu), up
+        return _below_gauss(lo, _tf.gaussian_epsilon, d, _gdp_mu(comps)), up
 
     lo, up = broadcast_map(one, jnp.where(ok_delta, delta, 1e-5))
     return nan_where_invalid(lo, ok), nan_where_invalid(up, ok)

@@ -290,8 +290,9 @@ def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_step
     f64 = jnp.float64
     nan = jnp.asarray(jnp.nan, f64)
     # wa, wb: the ends' values as the Illinois rule weighs them (fa, fb stay the true residuals)
-    st0 = dict(k=jnp.asarray(0, jnp.int32), status=jnp.asarray(_RUNNING, jnp.int32), va=va0, vb=vb0, fa=nan, fb=nan,
-               wa=nan, wb=nan, side=jnp.asarray(0, jnp.int32))
+    st0 = dict(k=jnp.asarray(0, jnp.int32), status=jnp.asarray(_RUNNING, jnp.int32), va=va0, vb=vb0, fa=nan, fb=nan)
+    if illinois:
+        st0.update(wa=nan, wb=nan, side=jnp.asarray(0, jnp.int32))
 
     def body(s):
         k = s["k"]
@@ -309,19 +310,20 @@ def _bisection(fn, params, target, va0, vb0, x_of_v, converged, cpoint, max_step
         vb = jnp.where(second | (k >= 2) & feas, v, s["vb"])
         fa = jnp.where(first | (k >= 2) & ~feas, f, s["fa"])
         fb = jnp.where(second | (k >= 2) & feas, f, s["fb"])
-        wa = jnp.where(first | (k >= 2) & ~feas, f, s["wa"])
-        wb = jnp.where(second | (k >= 2) & feas, f, s["wb"])
-        if illinois:  # the end kept twice in a row: its weight halved
+        extra = {}
+        if illinois:  # weights of the ends; the end kept twice in a row has its weight halved
+            wa = jnp.where(first | (k >= 2) & ~feas, f, s["wa"])
+            wb = jnp.where(second | (k >= 2) & feas, f, s["wb"])
             wa = jnp.where((k >= 2) & feas & (s["side"] == 1), 0.5 * wa, wa)
             wb = jnp.where((k >= 2) & ~feas & (s["side"] == -1), 0.5 * wb, wb)
-        side = jnp.where(k >= 2, jnp.where(feas, 1, -1), 0).astype(jnp.int32)
+            extra = dict(wa=wa, wb=wb, side=jnp.where(k >= 2, jnp.where(feas, 1, -1), 0).astype(jnp.int32))
         status = jnp.where(
             jnp.isnan(f), NONFINITE,
             jnp.where(first, jnp.where(feas, SUCCESSFUL, _RUNNING),
                       jnp.where(second & ~feas, INFEASIBLE,
                                 jnp.where(converged(va, vb), SUCCESSFUL,
                                           jnp.where(k >= max_steps + 1, MAX_STEPS, _RUNNING)))))
-        return dict(k=k + 1, status=status.astype(jnp.int32), va=va, vb=vb, fa=fa, fb=fb, wa=wa, wb=wb, side=side)
+        return dict(k=k + 1, status=status.astype(jnp.int32), va=va, vb=vb, fa=fa, fb=fb, **extra)
 
     s = lax.while_loop(lambda s: s["status"] == _RUNNING, body, st0)
     status = s["status"]
