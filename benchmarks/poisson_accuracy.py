@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/poisson_accuracy.py  (writes benchmarks/results/poisson_accuracy.md)
 
-Each point: jaxdp's certified bracket [lower, upper] at the default grid, dp_accounting's
+Each point: jaxdp's certified bracket [lower, upper] at the 2^18-cell grid (``grid=DEFAULT_GRID``), dp_accounting's
 pessimistic (connect-the-dots, interval 1e-4) and optimistic (rounding down, interval 1e-4) values.
 Pass criteria (issue 2): |upper / dpa_pessimistic - 1| <= 1%, and the bracket contains the
 dp_accounting optimistic estimate or lies within 1% of it.
@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import jaxdp  # noqa: E402
+from jaxdp.core.pld import DEFAULT_GRID  # noqa: E402
 from _dpa import dpa_epsilon, dpa_epsilon_optimistic  # noqa: E402
 
 POINTS = [
@@ -43,7 +44,8 @@ POINTS = [
 def main(out="benchmarks/results/poisson_accuracy.md"):
     q, T, s, d = (np.array(c, dtype=np.float64) for c in zip(*POINTS))
     t0 = time.time()
-    br = jaxdp.poisson.epsilon_for_delta_bracket(d, noise_multiplier=s, sampling_probability=q, num_steps=T)
+    br = jaxdp.poisson.epsilon_for_delta_bracket(d, noise_multiplier=s, sampling_probability=q, num_steps=T,
+                                                 grid=DEFAULT_GRID)
     lo, up = np.asarray(br.lower), np.asarray(br.upper)
     t_jax = time.time() - t0
     rows, worst, ok_all = [], 0.0, True
@@ -75,7 +77,7 @@ def main(out="benchmarks/results/poisson_accuracy.md"):
         print(rows[-1], flush=True)
     with open(out, "w") as f:
         f.write("# Poisson-subsampled Gaussian: jaxdp vs dp_accounting (40 points)\n\n")
-        f.write("Command: `python benchmarks/poisson_accuracy.py` (jaxdp default grid 2^18 cells; dp_accounting 0.6.0 PLD, interval 1e-4).\n\n")
+        f.write("Command: `python benchmarks/poisson_accuracy.py` (jaxdp grid=DEFAULT_GRID, 2^18 cells; dp_accounting 0.6.0 PLD, interval 1e-4).\n\n")
         f.write("| q | T | sigma | delta | jaxdp lower | jaxdp upper | bracket width | dpa pessimistic (1e-4) | dpa pessimistic (finest, interval) | dpa optimistic (1e-4) | upper/finest - 1 | contains dpa optimistic or within 1% | consistent | pass |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         f.write("\n".join(rows) + "\n\n")
         widths = (up - lo) / up

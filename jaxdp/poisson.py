@@ -19,14 +19,16 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._config import jit
 from . import _config  # noqa: F401
 from . import closed_forms as _cf
 from ._batch import broadcast_map
-from ._validate import check, check_broadcast, check_choice, nan_where_invalid
+from ._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
 from .core import pld as _pld
 from .core import tradeoff as _tf
+from .core import accuracy as _acc
 from . import accountant as _accountant
 from .roots import find_root
 from . import events as _events
@@ -302,19 +304,44 @@ def _delta_scalar(eps, sigma, q, steps, direction, grid):
     return lo, up
 
 
+def _bracket(core, x, s, q, t, ok, direction, grid, accuracy, upper_only=False):
+    """``core``'s certified (lower, upper) at a fixed ``grid``, or on the grids that ``accuracy``
+    asks for (:func:`jaxdp.core.accuracy.refine`; traced arguments: its first rung, no refinement).
+    ``upper_only``: the caller returns the upper end only, so where no width is checked (a fixed
+    grid, traced arguments) the lower end's conversion is skipped (``lower`` is then ``upper``)."""
+    kw = dict(upper_only=True) if upper_only else {}
+    if grid is not None:
+        return core(x, s, q, t, ok, direction, grid, **kw)
+    if any(is_traced(v) for v in (x, s, q, t, ok)):
+        return core(x, s, q, t, ok, direction, _acc.LADDER[_acc.first_rung(accuracy)], **kw)
+    # concrete input reached here only if valid (check() raised otherwise)
+    lo, up = _acc.refine(lambda g, *a: core(*a, np.ones(a[0].shape, bool), direction, g), (x, s, q, t), accuracy)
+    return jnp.asarray(lo), jnp.asarray(up)
+
+
+_ACCURACY_DOC = """
+    ``accuracy`` (default :data:`jaxdp.core.accuracy.DEFAULT_ACCURACY`, 1e-2): the relative width of
+    the certified bracket to reach, ``(upper - lower) / upper``; the grid is chosen for it, coarse
+    first and refined only where the bracket is wider (:mod:`jaxdp.core.accuracy`; under ``jit``,
+    ``grad`` or ``vmap`` the first grid is used unchecked).  ``grid``: a fixed
+    :class:`~jaxdp.core.pld.Grid` instead (experts); the two exclude each other.
+"""
+
+
 def epsilon_for_delta_bracket(
-    delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID
+    delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=None, accuracy=None
 ) -> Bracket:
     """Certified bracket on eps(delta); ``.value`` = ``.upper``."""
+    grid, accuracy = _acc.resolve(grid, accuracy)
     _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
     check_broadcast(delta=delta, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
-    lo, up = _eps_core(d, s, q, t, ok & okd, direction, grid)
+    lo, up = _bracket(_eps_core, d, s, q, t, ok & okd, direction, grid, accuracy)
     return Bracket(lower=lo, upper=up, value=up)
 
 
-def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID):
+def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=None, accuracy=None):
     r"""Certified upper bound on :math:`\varepsilon(\delta)` after ``num_steps`` Poisson-subsampled Gaussian steps.
 
     Example::
@@ -322,30 +349,38 @@ def epsilon_for_delta(delta, *, noise_multiplier, sampling_probability, num_step
         >>> float(epsilon_for_delta(1e-5, noise_multiplier=1.0, sampling_probability=0.01, num_steps=1000))  # doctest: +ELLIPSIS
         1.828...
     """
+    grid, accuracy = _acc.resolve(grid, accuracy)
     _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
     check_broadcast(delta=delta, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
-    return _eps_core(d, s, q, t, ok & okd, direction, grid, upper_only=True)[1]
+    return _bracket(_eps_core, d, s, q, t, ok & okd, direction, grid, accuracy, upper_only=True)[1]
 
 
 def delta_for_epsilon_bracket(
-    epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID
+    epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=None, accuracy=None
 ) -> Bracket:
+    """Certified bracket on the hockey-stick delta(eps); ``.value`` = ``.upper``."""
+    grid, accuracy = _acc.resolve(grid, accuracy)
     _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
     check_broadcast(epsilon=epsilon, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability, num_steps=num_steps)
     e, oke = check("epsilon", epsilon)
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
-    lo, up = _delta_core(e, s, q, t, ok & oke, direction, grid)
+    lo, up = _bracket(_delta_core, e, s, q, t, ok & oke, direction, grid, accuracy)
     return Bracket(lower=lo, upper=up, value=up)
 
 
-def delta_for_epsilon(epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=_pld.DEFAULT_GRID):
+def delta_for_epsilon(epsilon, *, noise_multiplier, sampling_probability, num_steps, direction="both", neighboring="add_remove", grid=None, accuracy=None):
     r"""Certified upper bound on the hockey-stick :math:`\delta(\varepsilon)` (worse direction by default)."""
     return delta_for_epsilon_bracket(
         epsilon, noise_multiplier=noise_multiplier, sampling_probability=sampling_probability,
-        num_steps=num_steps, direction=direction, neighboring=neighboring, grid=grid,
+        num_steps=num_steps, direction=direction, neighboring=neighboring, grid=grid, accuracy=accuracy,
     ).upper
+
+
+for _f in (epsilon_for_delta_bracket, epsilon_for_delta, delta_for_epsilon_bracket, delta_for_epsilon):
+    _f.__doc__ = _f.__doc__.rstrip() + "\n" + _ACCURACY_DOC
+del _f
 
 
 def _tradeoff_scalar_params(a, sigma, q, steps, direction, grid, num_eps):

@@ -21,6 +21,7 @@ import jaxdp  # noqa: F401  (float64 before anything is traced)
 from jaxdp._config import jit
 from jaxdp import closed_forms as _cf
 from jaxdp.roots import INFEASIBLE, SUCCESSFUL, find_root
+from jaxdp.core.pld import DEFAULT_GRID
 
 MAX_ROUNDS = 1e12
 
@@ -165,8 +166,10 @@ def _poisson_core(sigma, q, t, deltas, epsilons, a):
     from .. import poisson as po
     from ..shuffle import asymptotics as asy
 
-    eb = po.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
-    db = po.delta_for_epsilon_bracket(epsilons, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+    # the CLI's one program reports eps, delta and the curve on one fixed grid (accuracy= would pick
+    # an unchecked grid inside this jit: docs/cli.md)
+    eb = po.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, sampling_probability=q, num_steps=t, grid=DEFAULT_GRID)
+    db = po.delta_for_epsilon_bracket(epsilons, noise_multiplier=sigma, sampling_probability=q, num_steps=t, grid=DEFAULT_GRID)
     f = po.tradeoff(a, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
     return dict(eps_lower=eb.lower, eps=eb.upper, delta_lower=db.lower, delta=db.upper, tradeoff=f,
                 mu_bu=asy.mu_poisson_bu(sigma, q, t), mu_drs=asy.mu_poisson_drs(sigma, q, t))
@@ -197,7 +200,7 @@ def _compare_core(delta, sigma, m, e):
 
     q, t = 1.0 / m, e * m
     es = sh.epsilon_for_delta_bracket(delta, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
-    ep = po.epsilon_for_delta_bracket(delta, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+    ep = po.epsilon_for_delta_bracket(delta, noise_multiplier=sigma, sampling_probability=q, num_steps=t, grid=DEFAULT_GRID)
     return dict(eps_shuffle=es.upper, eps_shuffle_lower=es.lower, eps_poisson=ep.upper, eps_poisson_lower=ep.lower,
                 mu_shuffle_clt=asy.mu_clt(sigma, m, e), mu_poisson_bu=asy.mu_poisson_bu(sigma, q, t),
                 mu_poisson_drs=asy.mu_poisson_drs(sigma, q, t), clt_ratio=asy.clt_ratio(sigma))

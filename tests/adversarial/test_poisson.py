@@ -26,7 +26,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import jaxdp.poisson as po
-from jaxdp.core.pld import Grid
+from jaxdp.core.pld import DEFAULT_GRID, Grid
 from tests import _mddoctest as md
 from tests.properties._util import gauss_curve_ref, gauss_delta_ref, n_examples
 
@@ -258,7 +258,8 @@ def test_regression_small_delta_finite_down_to_1e15():
     for r in range(2):
         for i in range(4):
             b = po.epsilon_for_delta_bracket(float(d[i]), noise_multiplier=float(s[r, 0]),
-                                             sampling_probability=float(q[r, 0]), num_steps=float(T[r, 0]))
+                                             sampling_probability=float(q[r, 0]), num_steps=float(T[r, 0]),
+                                             grid=DEFAULT_GRID)
             lo[r, i], up[r, i] = float(b.lower), float(b.upper)
     assert np.all(np.isfinite(up)) and np.all(lo <= up), (lo, up)
     quoted = [lo, up]
