@@ -10,7 +10,10 @@ Every figure is one fresh Python process timed by ``/usr/bin/time`` (wall second
 * dp_accounting has no compilation: its rows are whole processes of the same query.
 
 Prints a markdown table (median and min-max over RUNS, peak RSS median) and the ratios of the
-medians.  Warm in-process figures (sweeps, one eps after compilation) are in bench_poisson.py.
+medians.  Then, in this process and at the default settings (``accuracy=1e-2``), warm (after one
+unmeasured call): a 256-sigma Poisson eps sweep (sigma in [0.8, 3]) against a loop of
+dp_accounting calls over the same sigmas, and one eps, each the best of RUNS; every returned value
+is checked against the 2^18-cell grid's bracket (``grid=DEFAULT_GRID``, the fine reference).
 """
 
 from __future__ import annotations
@@ -88,5 +91,54 @@ def main():
           f"warm cache {p[1] / d[0]:.2f}x (issue 18 asks <= 2x cold, <= 1x warm).")
 
 
+def best(fn, runs):
+    import time
+
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def warm_defaults():
+    import jax
+    import numpy as np
+
+    import jaxdp.poisson as po
+    from jaxdp.core.accuracy import DEFAULT_ACCURACY
+    from jaxdp.core.pld import DEFAULT_GRID
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _dpa import dpa_epsilon
+
+    kw = dict(sampling_probability=0.01, num_steps=1000)
+    sig = np.linspace(0.8, 3.0, 256)
+    sweep = lambda: jax.block_until_ready(po.epsilon_for_delta_bracket(1e-5, noise_multiplier=sig, **kw).upper)  # noqa: E731
+    one = lambda: float(po.epsilon_for_delta(1e-5, noise_multiplier=1.0, **kw))  # noqa: E731
+    sweep(), one()
+    t_sweep, t_one = best(sweep, RUNS), best(one, RUNS)
+    loop = lambda: [dpa_epsilon(float(x), 0.01, 1000, 1e-5) for x in sig]  # noqa: E731
+    t_loop = best(loop, 1)
+    t_dpa_one = best(lambda: dpa_epsilon(1.0, 0.01, 1000, 1e-5), RUNS)
+    b = po.epsilon_for_delta_bracket(1e-5, noise_multiplier=sig, **kw)
+    lo, up = np.asarray(b.lower), np.asarray(b.upper)
+    ref = po.epsilon_for_delta_bracket(1e-5, noise_multiplier=sig, grid=DEFAULT_GRID, **kw)
+    rlo, rup = np.asarray(ref.lower), np.asarray(ref.upper)
+    width = float(np.max((up - lo) / up))
+    off = float(np.max(np.abs(up - rup) / up))
+    consistent = bool(np.all((lo <= rup) & (rlo <= up)))
+    print(f"\nDefault settings (accuracy={DEFAULT_ACCURACY:g}), warm, in one process (best of {RUNS}; the "
+          "dp_accounting loop once):\n")
+    print("| what | jaxdp (s) | dp_accounting (s) | ratio |")
+    print("|---|---|---|---|")
+    print(f"| 256-sigma Poisson eps sweep, sigma in [0.8, 3] | {t_sweep:.3f} | {t_loop:.2f} | {t_loop / t_sweep:.1f}x |")
+    print(f"| one Poisson eps, sigma 1 | {t_one:.4f} | {t_dpa_one:.3f} | {t_dpa_one / t_one:.1f}x |")
+    print(f"\nSweep values against the 2^18-cell grid's brackets: widest jaxdp bracket {width:.4f} (asked "
+          f"<= {DEFAULT_ACCURACY:g}), largest distance of the returned value from the reference's upper end "
+          f"{off:.2e} relative, brackets consistent: {consistent}.")
+
+
 if __name__ == "__main__":
     main()
+    warm_defaults()

@@ -31,7 +31,7 @@ jax.config.update("jax_enable_x64", True)
 COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
 
-def _staging():
+def staging():
     """Whether a program is being traced right now (``jit``, or a ``scan``/``while`` body): a new
     array is then a tracer of it (under ``vmap`` or ``grad`` alone it is not, and options apply)."""
     return isinstance(jnp.zeros(()), jax.core.Tracer)
@@ -42,7 +42,7 @@ def jit(fun=None, **kwargs):
 
     JAX accepts compiler options only on the outermost program, so a call made while another
     program is being traced (a tracer among the arguments, or a new array being one: see
-    :func:`_staging`) runs the plain ``jax.jit`` of the same function and inherits the caller's
+    :func:`staging`) runs the plain ``jax.jit`` of the same function and inherits the caller's
     options; JAX's own refusal is the last resort (it costs a second trace).  Also usable as
     ``functools.partial(jit, static_argnames=...)``.
     """
@@ -53,7 +53,7 @@ def jit(fun=None, **kwargs):
 
     @functools.wraps(fun)
     def call(*args, **kw):
-        if _staging() or any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kw))):
+        if staging() or any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kw))):
             return plain(*args, **kw)
         try:
             return tuned(*args, **kw)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ._config import jit
 from . import _config  # noqa: F401
+from . import _tracecache
 from . import closed_forms as _cf
 from ._batch import broadcast_map
 from ._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
@@ -315,7 +316,9 @@ def _bracket(core, x, s, q, t, ok, direction, grid, accuracy, upper_only=False):
     if any(is_traced(v) for v in (x, s, q, t, ok)):
         return core(x, s, q, t, ok, direction, _acc.LADDER[_acc.first_rung(accuracy)], **kw)
     # concrete input reached here only if valid (check() raised otherwise)
-    lo, up = _acc.refine(lambda g, *a: core(*a, np.ones(a[0].shape, bool), direction, g), (x, s, q, t), accuracy)
+    # (traced once per machine: the persistent cache keeps the trace beside the compiled program)
+    lo, up = _acc.refine(lambda g, *a: _tracecache.call(core, (*a, np.ones(np.shape(a[0]), bool)), direction=direction, grid=g),
+                         (x, s, q, t), accuracy)
     return jnp.asarray(lo), jnp.asarray(up)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 import jaxdp  # noqa: F401  (float64 before anything is traced)
 from jaxdp._config import jit
+from jaxdp import _tracecache
 from jaxdp import closed_forms as _cf
 from jaxdp.roots import INFEASIBLE, SUCCESSFUL, find_root
 from jaxdp.core.pld import DEFAULT_GRID
@@ -79,7 +80,7 @@ def plan(delta, sigma, epochs):
     """Arrays (broadcast) -> dict of numpy arrays: closed-form and exact rounds for each case."""
     d, s, e = np.broadcast_arrays(np.asarray(delta, float), np.asarray(sigma, float), np.asarray(epochs, float))
     multi = bool(np.any(e > 1))
-    out = _plan_core(jnp.asarray(d.ravel()), jnp.asarray(s.ravel()), jnp.asarray(e.ravel()), multi)
+    out = _tracecache.call(_plan_core, (jnp.asarray(d.ravel()), jnp.asarray(s.ravel()), jnp.asarray(e.ravel())), multi_epoch=multi)
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -98,7 +99,7 @@ def gap_curve(sigma, ms, epochs=1):
     """Gap vs M for the plot of ``jaxdp plan`` (exact, closed form, CLT, linear-test lower bound)."""
     ms = jnp.asarray(np.asarray(ms, float))
     if epochs == 1:
-        out = _gap_curve_e1(jnp.float64(sigma), ms)
+        out = _tracecache.call(_gap_curve_e1, (jnp.float64(sigma), ms))
     else:
         from .. import shuffle as sh
 
@@ -145,8 +146,8 @@ def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
 
 def shuffle_report(sigma, rounds, epochs, deltas):
     a = np.concatenate([np.asarray(TABLE_A), np.asarray(CURVE_A)])
-    out = _shuffle_core(jnp.float64(sigma), jnp.float64(rounds), jnp.float64(epochs),
-                        jnp.asarray(np.asarray(deltas, float)), jnp.asarray(a), bool(epochs > 1))
+    out = _tracecache.call(_shuffle_core, (jnp.float64(sigma), jnp.float64(rounds), jnp.float64(epochs),
+                                           jnp.asarray(np.asarray(deltas, float)), jnp.asarray(a)), multi_epoch=bool(epochs > 1))
     out = {k: np.asarray(v) for k, v in out.items()}
     n = len(TABLE_A)
     res = {k: v for k, v in out.items() if not k.startswith("tradeoff_")}
@@ -177,8 +178,8 @@ def _poisson_core(sigma, q, t, deltas, epsilons, a):
 
 def poisson_report(sigma, q, steps, deltas, epsilons):
     a = np.concatenate([np.asarray(TABLE_A), np.asarray(CURVE_A)])
-    out = _poisson_core(jnp.float64(sigma), jnp.float64(q), jnp.float64(steps), jnp.asarray(np.asarray(deltas, float)),
-                        jnp.asarray(np.asarray(epsilons, float)), jnp.asarray(a))
+    out = _tracecache.call(_poisson_core, (jnp.float64(sigma), jnp.float64(q), jnp.float64(steps), jnp.asarray(np.asarray(deltas, float)),
+                                           jnp.asarray(np.asarray(epsilons, float)), jnp.asarray(a)))
     out = {k: np.asarray(v) for k, v in out.items()}
     n = len(TABLE_A)
     f = out.pop("tradeoff")
@@ -208,7 +209,7 @@ def _compare_core(delta, sigma, m, e):
 
 def compare(delta, sigma, rounds, epochs):
     d, s, m, e = np.broadcast_arrays(*(np.asarray(x, float) for x in (delta, sigma, rounds, epochs)))
-    out = _compare_core(*(jnp.asarray(x.ravel()) for x in (d, s, m, e)))
+    out = _tracecache.call(_compare_core, tuple(jnp.asarray(x.ravel()) for x in (d, s, m, e)))
     out = {k: np.asarray(v) for k, v in out.items()}
     out.update(delta=d.ravel(), noise_multiplier=s.ravel(), num_rounds=m.ravel(), num_epochs=e.ravel())
     return out

@@ -38,6 +38,7 @@ from jax import lax
 
 from .._config import jit
 from .. import _config  # noqa: F401
+from .. import _tracecache
 from .._batch import broadcast_map, map_with
 from .._validate import check, check_broadcast, check_choice, is_traced, nan_where_invalid
 from .. import accountant as _accountant
@@ -230,7 +231,9 @@ def _conversion(arg, value, noise_multiplier, num_rounds, num_epochs, neighborin
     v, okv = check(arg, value, **_ARG_RANGE[arg])
     s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
     s1, m1, e1 = _masked(ok, s, m, e)
-    lo, up = _conversion_core(_pld_core(s1, m1, e1, grid), v, s1, m1, e1, ok & okv, "epsilon" if arg == "delta" else "delta")
+    # concrete calls trace each program once per machine (jaxdp._tracecache)
+    plds = _tracecache.call(_pld_core, (s1, m1, e1), grid=grid)
+    lo, up = _tracecache.call(_conversion_core, (plds, v, s1, m1, e1, ok & okv), which="epsilon" if arg == "delta" else "delta")
     return Bracket(lower=lo, upper=up, value=up)
 
 
@@ -337,7 +340,7 @@ def tradeoff_bracket(a, *, noise_multiplier, num_rounds, num_epochs=1, reverse=F
         up = nan_where_invalid(nan_where_invalid(up, okb), oka)
         return Bracket(lower=lo, upper=up, value=lo)
     s1, m1, e1 = _masked(ok, s, m, e)
-    plds = _pld_core(s1, m1, e1, grid) if _multi(num_epochs) else None
+    plds = _tracecache.call(_pld_core, (s1, m1, e1), grid=grid) if _multi(num_epochs) else None
     lo, up = _tradeoff_exact_core(a, plds, s1, m1, e1, jnp.broadcast_to(ok, s1.shape), bool(reverse), _single(num_epochs))
     lo, up = nan_where_invalid(lo, oka), nan_where_invalid(up, oka)
     return Bracket(lower=lo, upper=up, value=lo)
@@ -408,7 +411,7 @@ def _gap_exact_core(plds, s, m, e, ok, law=True, single=True):
 
 def _gap(s, m, e, ok, grid, multi=True, law=True, single=True):
     s1, m1, e1 = _masked(ok, s, m, e)
-    plds = _pld_core(s1, m1, e1, grid) if (multi and law) else None
+    plds = _tracecache.call(_pld_core, (s1, m1, e1), grid=grid) if (multi and law) else None
     return _gap_exact_core(plds, s1, m1, e1, jnp.broadcast_to(ok, s1.shape), law, single)
 
 

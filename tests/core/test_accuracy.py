@@ -105,3 +105,10 @@ def test_first_rung_follows_the_reference_widths():
     assert acc.LADDER[acc.first_rung(5e-2)].size == 2**14
     assert acc.LADDER[acc.first_rung(1e-3)].size == 2**18
     assert acc.first_rung(1e-9) == len(acc.LADDER) - 1
+
+
+def test_the_default_path_returns_exactly_the_first_rungs_bracket():
+    """Through the trace cache (when the run's compilation cache is on) or not: the same program."""
+    b = po.epsilon_for_delta_bracket(1e-5, **Q)
+    fixed = po.epsilon_for_delta_bracket(1e-5, grid=acc.LADDER[1], **Q)
+    assert float(b.lower) == float(fixed.lower) and float(b.upper) == float(fixed.upper)
