@@ -258,8 +258,9 @@ def _tradeoff_core(a, oka, s, q, t, ok, direction, grid, num_eps):
     return nan_where_invalid(lo, okb), nan_where_invalid(up, okb)
 
 
-def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
-    ps = _plds(sigma, q, steps, direction, grid, delta)
+def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False, ps=None):
+    # ps: the composed PLDs when the caller shares them between conversions (see summary)
+    ps = _plds(sigma, q, steps, direction, grid, delta) if ps is None else ps
     d_lo = _pld.lower_bound_delta(delta)  # lower ends robust at jumps of eps(delta)
 
     def conv(p):
@@ -291,8 +292,9 @@ def _eps_scalar(delta, sigma, q, steps, direction, grid, upper_only=False):
     return lo, up
 
 
-def _delta_scalar(eps, sigma, q, steps, direction, grid):
-    ups, los = _pld.map_directions(lambda p: (p.delta_upper(eps), p.delta_lower(eps)), _plds(sigma, q, steps, direction, grid))
+def _delta_scalar(eps, sigma, q, steps, direction, grid, ps=None):
+    ps = _plds(sigma, q, steps, direction, grid) if ps is None else ps
+    ups, los = _pld.map_directions(lambda p: (p.delta_upper(eps), p.delta_lower(eps)), ps)
     up, lo = jnp.max(ups), jnp.max(los)
     mu = jnp.sqrt(steps) / sigma
     g_lo, g_hi = _gauss_delta_bounds(eps, mu)
@@ -386,8 +388,8 @@ for _f in (epsilon_for_delta_bracket, epsilon_for_delta, delta_for_epsilon_brack
 del _f
 
 
-def _tradeoff_scalar_params(a, sigma, q, steps, direction, grid, num_eps):
-    lo_curve, up_curve = _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps)
+def _tradeoff_scalar_params(a, sigma, q, steps, direction, grid, num_eps, ps=None):
+    lo_curve, up_curve = _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps, ps)
     # q = 1: the Gaussian curve G_mu, mu = sqrt(T) / sigma (both directions)
     mu = jnp.sqrt(steps) / sigma
     g = _cf.gaussian_curve(a, mu)
@@ -403,8 +405,8 @@ def _tradeoff_scalar_params(a, sigma, q, steps, direction, grid, num_eps):
     return lo_curve, up_curve
 
 
-def _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps):
-    ps = _plds(sigma, q, steps, direction, grid)
+def _tradeoff_pld(a, sigma, q, steps, direction, grid, num_eps, ps=None):
+    ps = _plds(sigma, q, steps, direction, grid) if ps is None else ps
     if direction != "both":
         return tuple(x[0] for x in _pld.map_directions(lambda p: (p.tradeoff_lower(a), p.tradeoff_upper(a)), ps))
     # both directions: a curve valid for every ordered pair of neighbours is conv(min(f_r, f_a)),
@@ -441,6 +443,53 @@ def tradeoff(a, *, noise_multiplier, sampling_probability, num_steps, direction=
     ).lower
 
 
+@functools.partial(jit, static_argnames=("direction", "grid", "num_eps"))
+def _summary_core(d, e, a, s, q, t, ok, direction, grid, num_eps):
+    ps = _plds(s, q, t, direction, grid)
+    # lax.map, not vmap: the conversions' root searches are traced once as scalars (batching their
+    # loops cost ~0.15 s of a cold command's tracing), and they are cheap to run in sequence
+    eps = jax.lax.map(lambda d_: _eps_scalar(d_, s, q, t, direction, grid, ps=ps), d)
+    # no epsilons: the delta(eps) conversion is not compiled at all
+    dlt = jax.lax.map(lambda e_: _delta_scalar(e_, s, q, t, direction, grid, ps=ps), e) if e.size else (e, e)
+    crv = _tradeoff_scalar_params(a, s, q, t, direction, grid, num_eps, ps=ps)
+    return jax.tree_util.tree_map(lambda x: nan_where_invalid(x, ok), (eps, dlt, crv))
+
+
+def summary(delta, epsilon, a, *, noise_multiplier, sampling_probability, num_steps, direction="both",
+            neighboring="add_remove", grid=_pld.DEFAULT_GRID, num_eps: int = 4096):
+    """Certified brackets on eps(delta), delta(eps) and the trade-off curve f(a) of **one**
+    configuration, all converted from one composed PLD per direction (one FFT composition, one
+    program to compile, where the three entry points compose once each).
+
+    ``delta``, ``epsilon`` and ``a``: 1-d arrays (``epsilon`` may be empty: nothing is computed for
+    it); the parameters are scalars.  Returns ``dict(epsilon=Bracket, delta=Bracket,
+    tradeoff=Bracket)``, each as the entry point of that name returns it at the same ``grid``
+    (``epsilon_for_delta_bracket`` composes its PLD with tails placed for its delta on a two-stage
+    grid; here the PLD is shared, so on such grids the eps brackets can be wider, never less sound).
+    """
+    _check_adjacency(neighboring, direction, noise_multiplier, sampling_probability)
+    for name, v in (("noise_multiplier", noise_multiplier), ("sampling_probability", sampling_probability), ("num_steps", num_steps)):
+        if np.ndim(v) != 0:
+            raise ValueError(f"{name} must be a scalar in summary(), got shape {np.shape(v)}")
+    d, okd = check("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    if not is_traced(epsilon) and np.size(epsilon) == 0:
+        e, oke = jnp.zeros((0,)), jnp.zeros((0,), bool)
+    else:
+        e, oke = check("epsilon", epsilon)
+    a, oka = check("a", a, lo=0.0, hi=1.0)
+    for name, v in (("delta", d), ("epsilon", e), ("a", a)):
+        if v.ndim != 1:
+            raise ValueError(f"{name} must be a 1-d array in summary(), got shape {v.shape}")
+    s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
+    (el, eu), (dl, du), (fl, fu) = _summary_core(_safe(d, okd, 1e-5), _safe(e, oke, 1.0), _safe(a, oka, 0.5), _safe(s, ok, 1.0),
+                                                 _safe(q, ok, 0.5), _safe(t, ok, 1.0), ok, direction, grid, num_eps)
+    el, eu = nan_where_invalid(el, okd), nan_where_invalid(eu, okd)
+    dl, du = nan_where_invalid(dl, oke), nan_where_invalid(du, oke)
+    fl, fu = nan_where_invalid(fl, oka), nan_where_invalid(fu, oka)
+    return dict(epsilon=Bracket(lower=el, upper=eu, value=eu), delta=Bracket(lower=dl, upper=du, value=du),
+                tradeoff=Bracket(lower=fl, upper=fu, value=fl))
+
+
 # ------------------------------------------------------------------------------------------------
 # CLT approximations (approximations, not bounds)
 # ------------------------------------------------------------------------------------------------
@@ -467,6 +516,7 @@ __all__ = [
     "delta_for_epsilon_bracket",
     "tradeoff",
     "tradeoff_bracket",
+    "summary",
     "mu_clt_bu",
     "mu_clt_dong_roth_su",
 ]

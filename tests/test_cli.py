@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pytest
 
+import jaxdp.core.accuracy
 from jaxdp import cli
 
 SUBCOMMANDS = ("plan", "shuffle", "poisson", "compare", "calibrate", "rpp")
@@ -148,9 +149,10 @@ def stubs(monkeypatch):
                     table=curves(na, tk), curve={k: np.clip(1 - ca - 0.01, 0, 1) for k in tk},
                     table_a=np.asarray(cc.TABLE_A), curve_a=ca)
 
-    def poisson_report(sigma, q, steps, deltas, epsilons):
+    def poisson_report(sigma, q, steps, deltas, epsilons, accuracy):
         ca = np.asarray(cc.CURVE_A)
-        return dict(eps_lower=np.full(len(deltas), 0.9), eps=np.full(len(deltas), 1.0), delta_lower=np.full(len(epsilons), 1e-6),
+        return dict(grid=jaxdp.core.accuracy.LADDER[1], accuracy=accuracy, widest=0.0098,
+                    eps_lower=np.full(len(deltas), 0.9), eps=np.full(len(deltas), 1.0), delta_lower=np.full(len(epsilons), 1e-6),
                     delta=np.full(len(epsilons), 2e-6), mu_bu=0.1, mu_drs=0.13, table=np.full(len(cc.TABLE_A), 0.5),
                     curve=np.clip(1 - ca - 0.02, 0, 1), table_a=np.asarray(cc.TABLE_A), curve_a=ca)
 
@@ -190,6 +192,7 @@ STUBBED = [
     ["plan", "--sigma", "0.8,1,2", "--delta", "0.001", "-b", "64"],
     ["shuffle", "--sigma", "1", "--rounds", "10000", "--delta", "1e-5,1e-6"],
     ["poisson", "--q", "0.01", "--epochs", "3"],
+    ["poisson", "--q", "0.01", "--steps", "100", "--epsilon", "0.5,1", "--accuracy", "0.001"],
     ["compare", "--sigma", "1,2", "--rounds", "100,1000", "--epochs", "1,2"],
     ["calibrate", "--epsilon", "0.5,1,2,4,8", "--q", "0.01", "--steps", "1000"],
     ["calibrate", "--epsilon", "1,2", "--sampling", "shuffle", "--rounds", "1000"],
@@ -211,6 +214,50 @@ def test_subcommand_table_json_plot_stubbed(argv, stubs, capsys, tmp_path):
     assert code == 0, err
     assert png.exists() and png.stat().st_size > 5000
     assert f"wrote {png}" in out
+
+
+def test_accuracy_default_is_the_librarys():
+    from jaxdp.cli import _args
+
+    assert _args.DEFAULT_ACCURACY == jaxdp.core.accuracy.DEFAULT_ACCURACY
+
+
+def test_poisson_grid_line_says_whether_accuracy_was_met(stubs, capsys):
+    code, out, _ = run(["poisson", "--q", "0.01"], capsys)
+    assert code == 0 and "PLD grid 2^16 cells, one stage: brackets at most 0.0098 wide (relative), --accuracy 0.01" in out
+    assert "delta (certified)" not in out  # delta(eps) only when --epsilon asks for it
+    code, out, _ = run(["poisson", "--q", "0.01", "--epsilon", "1", "--accuracy", "0.001"], capsys)
+    assert code == 0 and "the last tried: widest bracket 0.0098 (relative) > --accuracy 0.001" in out
+    assert "delta (certified)" in out
+    p = json.loads(run(["poisson", "--q", "0.01", "--json"], capsys)[1])
+    assert (p["accuracy"], p["bracket_width"], p["grid_cells"], p["grid_stages"]) == (0.01, 0.0098, 2**16, 1)
+
+
+def test_poisson_report_climbs_the_ladder(monkeypatch):
+    """The CLI's refinement on a ladder of two small grids (cheap to compile), real numbers: a target
+    the first rung misses is met on the second, and each reported end is the tighter of the two
+    rungs' (both sound): max of the lower ends, min of the upper ends, max of the curve's lower bounds."""
+    from jaxdp.cli import _compute as cc
+    from jaxdp.core import accuracy
+    from jaxdp.core.pld import Grid
+
+    ladder = (Grid(size=2**10, stages=1), Grid(size=2**12, stages=1))
+    monkeypatch.setattr(accuracy, "LADDER", ladder)
+    monkeypatch.setattr(accuracy, "REFERENCE_WIDTHS", (0.0, 0.0))  # always start at the coarsest
+    args = (1.0, 0.01, 100, [1e-5], [1.0])
+    r0 = cc.poisson_report(*args, accuracy=0.99)  # met on the first rung: nothing else computed
+    assert r0["grid"] == ladder[0] and r0["widest"] <= 0.99
+    calls = []
+    real = cc._tracecache.call
+    monkeypatch.setattr(cc._tracecache, "call", lambda f, a, **k: calls.append(k.get("grid")) or real(f, a, **k))
+    target = 0.9 * r0["widest"]
+    r = cc.poisson_report(*args, accuracy=target)
+    assert calls == [ladder[0], ladder[1]] and r["grid"] == ladder[1] and r["widest"] <= target
+    monkeypatch.setattr(accuracy, "LADDER", ladder[1:])
+    r1 = cc.poisson_report(*args, accuracy=0.99)  # the second rung alone
+    for lo, up in (("eps_lower", "eps"), ("delta_lower", "delta")):
+        assert r[lo] == max(r0[lo], r1[lo]) and r[up] == min(r0[up], r1[up]) and r[lo] <= r[up]
+    np.testing.assert_array_equal(r["table"], np.maximum(r0["table"], r1["table"]))
 
 
 def test_rpp_uci_stubbed(monkeypatch, capsys, tmp_path):

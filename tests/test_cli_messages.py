@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+import jaxdp.core.accuracy
 from jaxdp import cli
 from jaxdp.cli import _format, _runtime
 from jaxdp.cli import _compute as cc
@@ -331,8 +332,8 @@ def test_reports_fit_100_columns(argv, monkeypatch, capsys):
 
     monkeypatch.setattr(cal, "poisson_noise_multiplier", lambda e, d, **k: Sol(np.where(np.asarray(e) > 1.5, np.nan, 1.0)))
     monkeypatch.setattr(cal, "shuffle_noise_multiplier", lambda e, d, **k: Sol(0.9 / np.asarray(e)))
-    monkeypatch.setattr(cc, "poisson_report", lambda s, q, t, d, e: dict(
-        eps_lower=np.full(len(d), 0.9), eps=np.full(len(d), np.nan), delta_lower=np.full(len(e), 1e-6),
+    monkeypatch.setattr(cc, "poisson_report", lambda s, q, t, d, e, acc: dict(
+        grid=jaxdp.core.accuracy.LADDER[1], accuracy=acc, widest=0.0, eps_lower=np.full(len(d), 0.9), eps=np.full(len(d), np.nan), delta_lower=np.full(len(e), 1e-6),
         delta=np.full(len(e), 2e-6), mu_bu=0.1, mu_drs=0.13, table=np.full(len(cc.TABLE_A), 0.5),
         curve=np.full(len(cc.CURVE_A), 0.5), table_a=np.asarray(cc.TABLE_A), curve_a=np.asarray(cc.CURVE_A)))
     monkeypatch.setattr(cc, "compare", lambda d, s, m, e: {k: np.full(len(s), 1.23456789) for k in (

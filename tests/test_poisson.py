@@ -160,3 +160,31 @@ def test_clt_mus():
     mu_d = poisson.mu_clt_dong_roth_su(noise_multiplier=1.0, sampling_probability=0.01, num_steps=10000)
     inner = np.e * norm.cdf(1.5) + 3 * norm.cdf(-0.5) - 2
     np.testing.assert_allclose(mu_d, np.sqrt(2) * 0.01 * 100 * np.sqrt(inner), rtol=1e-12)
+
+
+def test_summary_shares_one_pld_and_matches_the_entry_points():
+    """poisson.summary converts one composed PLD into all three quantities: on a one-stage grid the
+    entry points compose the same PLD (delta only places tails on two-stage grids), so each bracket
+    must equal theirs (each of which the tests above check against dp_accounting and the spec)."""
+    from jaxdp.core.pld import Grid
+
+    g = Grid(size=2**12, stages=1)
+    kw = dict(noise_multiplier=1.0, sampling_probability=0.01, num_steps=100, grid=g)
+    d, e, a = np.array([1e-5, 1e-3]), np.array([0.5, 1.0]), np.array([0.0, 0.01, 0.3, 1.0])
+    r = poisson.summary(d, e, a, **kw)
+    for got, want in ((r["epsilon"], poisson.epsilon_for_delta_bracket(d, **kw)), (r["delta"], poisson.delta_for_epsilon_bracket(e, **kw)),
+                      (r["tradeoff"], poisson.tradeoff_bracket(a, **kw))):
+        # the same arithmetic in another program: the lower eps is a root search (~2e-11 apart), and
+        # a delta is a float sum of terms of order 1 (summation order: ~1e-15 absolute)
+        np.testing.assert_allclose(got.lower, want.lower, rtol=1e-9, atol=1e-14)
+        np.testing.assert_allclose(got.upper, want.upper, rtol=1e-9, atol=1e-14)
+    assert r["epsilon"].value is r["epsilon"].upper and r["tradeoff"].value is r["tradeoff"].lower
+    # no epsilons: nothing computed for them
+    assert np.shape(poisson.summary(d, [], a, **kw)["delta"].upper) == (0,)
+    # bad input: a clear error eagerly, NaN under jit (for that quantity only)
+    with pytest.raises(ValueError, match="delta"):
+        poisson.summary([2.0], e, a, **kw)
+    with pytest.raises(ValueError, match="noise_multiplier must be a scalar"):
+        poisson.summary(d, e, a, **{**kw, "noise_multiplier": [1.0, 2.0]})
+    bad = jax.jit(lambda dd: poisson.summary(dd, e, a, **kw)["epsilon"].upper)(jnp.array([1e-5, -1.0]))
+    assert np.isfinite(bad[0]) and np.isnan(bad[1])

@@ -90,6 +90,11 @@ BATCH = ranged("batch size", lo=1.0, hi=1e9, integer=True)
 PROB = ranged("sampling probability", lo=0.0, hi=1.0, lo_open=True)
 STEPS = ranged("steps", lo=1.0, hi=1e12, integer=True)
 ALPHA = ranged("alpha", lo=1.0, lo_open=True)
+ACCURACY = ranged("accuracy", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+
+#: jaxdp.core.accuracy.DEFAULT_ACCURACY, repeated here so that parsing does not import JAX
+#: (tests/test_cli.py checks that the two agree)
+DEFAULT_ACCURACY = 1e-2
 
 
 def alpha(text):

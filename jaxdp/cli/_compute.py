@@ -22,6 +22,7 @@ from jaxdp._config import jit
 from jaxdp import _tracecache
 from jaxdp import closed_forms as _cf
 from jaxdp.roots import INFEASIBLE, SUCCESSFUL, find_root
+from jaxdp.core import accuracy as _acc
 from jaxdp.core.pld import DEFAULT_GRID
 
 MAX_ROUNDS = 1e12
@@ -162,29 +163,59 @@ def shuffle_report(sigma, rounds, epochs, deltas):
 # ------------------------------------------------------------------------------------------------
 
 
-@jit
-def _poisson_core(sigma, q, t, deltas, epsilons, a):
+@functools.partial(jit, static_argnames=("grid",))
+def _poisson_core(sigma, q, t, deltas, epsilons, a, grid):
     from .. import poisson as po
     from ..shuffle import asymptotics as asy
 
-    # the CLI's one program reports eps, delta and the curve on one fixed grid (accuracy= would pick
-    # an unchecked grid inside this jit: docs/cli.md)
-    eb = po.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, sampling_probability=q, num_steps=t, grid=DEFAULT_GRID)
-    db = po.delta_for_epsilon_bracket(epsilons, noise_multiplier=sigma, sampling_probability=q, num_steps=t, grid=DEFAULT_GRID)
-    f = po.tradeoff(a, noise_multiplier=sigma, sampling_probability=q, num_steps=t)
+    # one composed PLD for every number printed (poisson.summary)
+    r = po.summary(deltas, epsilons, a, noise_multiplier=sigma, sampling_probability=q, num_steps=t, grid=grid)
+    eb, db, f = r["epsilon"], r["delta"], r["tradeoff"].lower
     return dict(eps_lower=eb.lower, eps=eb.upper, delta_lower=db.lower, delta=db.upper, tradeoff=f,
                 mu_bu=asy.mu_poisson_bu(sigma, q, t), mu_drs=asy.mu_poisson_drs(sigma, q, t))
 
 
-def poisson_report(sigma, q, steps, deltas, epsilons):
+#: the certified brackets of a report, as (lower, upper) keys: the ones ``accuracy`` is asked of
+_POISSON_BRACKETS = (("eps_lower", "eps"), ("delta_lower", "delta"))
+
+
+def _tighten(best, out):
+    """Both reports are sound: keep the tighter end of every bracket and the higher trade-off lower
+    bound (NaN, a failed value, gives way to a number)."""
+    res = dict(out)
+    for lo, up in _POISSON_BRACKETS:
+        res[lo], res[up] = np.fmax(best[lo], out[lo]), np.fmin(best[up], out[up])
+    res["tradeoff"] = np.fmax(best["tradeoff"], out["tradeoff"])
+    return res
+
+
+def _widths(out):
+    return np.concatenate([_acc.relative_width(out[lo], out[up]) for lo, up in _POISSON_BRACKETS])
+
+
+def poisson_report(sigma, q, steps, deltas, epsilons, accuracy=None):
+    """eps and delta brackets, trade-off table and curve of one Poisson configuration, on the first
+    grid of :data:`jaxdp.core.accuracy.LADDER` whose brackets are at most ``accuracy`` wide (the
+    rule of :func:`jaxdp.core.accuracy.refine`: coarsest plausible rung first, the next one only
+    while a bracket is wider than asked and the finer grid still narrows it by a third)."""
+    accuracy = _acc.check_accuracy(_acc.DEFAULT_ACCURACY if accuracy is None else accuracy)
     a = np.concatenate([np.asarray(TABLE_A), np.asarray(CURVE_A)])
-    out = _tracecache.call(_poisson_core, (jnp.float64(sigma), jnp.float64(q), jnp.float64(steps), jnp.asarray(np.asarray(deltas, float)),
-                                           jnp.asarray(np.asarray(epsilons, float)), jnp.asarray(a)))
-    out = {k: np.asarray(v) for k, v in out.items()}
+    args = (jnp.float64(sigma), jnp.float64(q), jnp.float64(steps), jnp.asarray(np.asarray(deltas, float)),
+            jnp.asarray(np.asarray(epsilons, float)), jnp.asarray(a))
+    out = None
+    for grid in _acc.LADDER[_acc.first_rung(accuracy):]:
+        new = {k: np.asarray(v) for k, v in _tracecache.call(_poisson_core, args, grid=grid).items()}
+        before = None if out is None else _widths(out)
+        out = new if out is None else _tighten(out, new)
+        w = _widths(out)
+        wide = ~(w <= accuracy) & ~np.isnan(np.concatenate([out[up] for _, up in _POISSON_BRACKETS]))
+        if not wide.any() or (before is not None and not (w[wide] <= before[wide] / 1.5).any()):
+            break
     n = len(TABLE_A)
     f = out.pop("tradeoff")
     out["table"], out["curve"] = f[:n], f[n:]
     out["table_a"], out["curve_a"] = np.asarray(TABLE_A), np.asarray(CURVE_A)
+    out.update(grid=grid, accuracy=accuracy, widest=float(np.nanmax(w, initial=0.0)))
     return out
 
 

@@ -21,7 +21,12 @@ def add_parser(sub, common):
     s.add_argument("--steps", "-T", type=A.STEPS, default=None, help="steps T (default E * ceil(1/q))")
     s.add_argument("--epochs", "-E", type=A.EPOCHS, default=1, help="epochs, T = E * ceil(1/q) when --steps is absent (default 1)")
     s.add_argument("--delta", type=A.list_of(A.DELTA, "delta list"), default=[1e-5], help="delta(s) for eps (default 1e-5)")
-    s.add_argument("--epsilon", type=A.list_of(A.EPS0, "epsilon list"), default=[1.0], help="epsilon(s) for delta (default 1)")
+    s.add_argument("--epsilon", type=A.list_of(A.EPS0, "epsilon list"), default=[],
+                   help="epsilon(s) for delta(eps) (default none: delta(eps) brackets need a finer grid than eps(delta) "
+                   "for the same --accuracy, so they are computed only when asked for)")
+    s.add_argument("--accuracy", type=A.ACCURACY, default=A.DEFAULT_ACCURACY,
+                   help="largest relative width (upper - lower) / upper of the certified brackets; the PLD grid is "
+                   f"chosen for it, coarse first (default {A.DEFAULT_ACCURACY:g})")
     s.set_defaults(func=run)
     return s
 
@@ -30,30 +35,42 @@ def steps_of(args):
     return args.steps if args.steps is not None else args.epochs * math.ceil(1.0 / args.q)
 
 
+def grid_line(r):
+    """Which grid the brackets come from and whether it met ``--accuracy``."""
+    g = r["grid"]
+    where = f"PLD grid 2^{g.size.bit_length() - 1} cells, {'one stage' if g.num_stages() == 1 else 'two stages'}"
+    if r["widest"] <= r["accuracy"]:
+        return f"{where}: brackets at most {num(r['widest'], 2)} wide (relative), --accuracy {num(r['accuracy'])}"
+    return (f"{where}, the last tried: widest bracket {num(r['widest'], 2)} (relative) > --accuracy "
+            f"{num(r['accuracy'])}; the upper ends are still sound")
+
+
 def run(args):
     q, steps = args.q, steps_of(args)
     setup_jax(args)
     from . import _compute as cc
 
     with working(args, "Poisson PLD accountant"):
-        r = cc.poisson_report(args.sigma, q, steps, args.delta, args.epsilon)
+        r = cc.poisson_report(args.sigma, q, steps, args.delta, args.epsilon, args.accuracy)
     why = (f"the certified Poisson PLD bracket returned no value at sigma = {num(args.sigma)}, q = {num(q)}, "
            f"T = {steps:,}; try fewer steps or a larger sigma")
     notes = Footnotes()
     lines = [
         f"Poisson-subsampled Gaussian: sigma = {num(args.sigma)}, q = {num(q)}, T = {steps:,} steps",
         "(add/remove one example; certified PLD brackets, worse of the two directions)",
+        grid_line(r),
         f"CLT mu (approximations): Bu et al. {num(r['mu_bu'], 6)}   Dong-Roth-Su {num(r['mu_drs'], 6)}",
         "",
         table(["delta", "eps lower", "eps (certified)"],
               [[num(d), notes.cell(a, why, 6), notes.cell(b, why, 6)] for d, a, b in zip(args.delta, r["eps_lower"], r["eps"])]),
         "",
-        table(["epsilon", "delta lower", "delta (certified)"],
-              [[num(e), notes.cell(a, why, 6), notes.cell(b, why, 6)]
-               for e, a, b in zip(args.epsilon, r["delta_lower"], r["delta"])]),
-        "",
         table(["a", "f(a) (certified lower bound)"], [[num(a), notes.cell(f, why, 6)] for a, f in zip(r["table_a"], r["table"])]),
-    ] + ([""] + notes.lines() if notes.reasons else [])
+    ]
+    if args.epsilon:
+        lines[-1:-1] = [table(["epsilon", "delta lower", "delta (certified)"],
+                              [[num(e), notes.cell(a, why, 6), notes.cell(b, why, 6)]
+                               for e, a, b in zip(args.epsilon, r["delta_lower"], r["delta"])]), ""]
+    lines += [""] + notes.lines() if notes.reasons else []
     path = None
     if args.plot:
         from .. import plotting
@@ -63,7 +80,8 @@ def run(args):
                                         gap_panel=True)
     bracket = dict(lower=why, upper=why)
     payload = dict(command="poisson", noise_multiplier=args.sigma, sampling_probability=q, num_steps=steps,
-                   mu_clt_bu=r["mu_bu"], mu_clt_dong_roth_su=r["mu_drs"],
+                   accuracy=r["accuracy"], bracket_width=r["widest"], grid_cells=r["grid"].size,
+                   grid_stages=r["grid"].num_stages(), mu_clt_bu=r["mu_bu"], mu_clt_dong_roth_su=r["mu_drs"],
                    epsilon=[with_reasons(dict(delta=d, lower=a, upper=b), bracket)
                             for d, a, b in zip(args.delta, r["eps_lower"], r["eps"])],
                    delta=[with_reasons(dict(epsilon=e, lower=a, upper=b), bracket)
