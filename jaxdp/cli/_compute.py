@@ -132,8 +132,8 @@ def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
         gb = sh.delta_gap_bracket(noise_multiplier=sigma, num_rounds=m, num_epochs=e)
         gap_lo, gap_up = gb.lower, gb.upper
     else:
-        f_fwd = _exact.tradeoff(a, sigma, m)
-        f_rev = _exact.tradeoff_reverse(a, sigma, m)
+        # both directions from one tabulated law (one program part instead of two)
+        (f_fwd, _), (f_rev, _) = _exact.tradeoff_ends_both_directions(a, sigma, m)
         gap_lo, gap_up = _exact.tv_gap_ends(sigma, m)
     eb = sh.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
     approx = {k: sh.tradeoff(a, noise_multiplier=sigma, num_rounds=m, num_epochs=e, method=k)

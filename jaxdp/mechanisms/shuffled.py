@@ -59,7 +59,7 @@ from jaxdp.mechanisms.base import DIRECTIONS, pytree_dataclass
 
 from jaxdp.mechanisms._shuffled_law import ENVELOPE_TOL, SIGMA_MIN, curve_envelope, gap_envelope
 
-__all__ = ["ShuffledGaussian", "tradeoff", "tradeoff_curves", "tradeoff_curve_ends", "tradeoff_ends", "tradeoff_reverse", "tv_gap", "tv_gap_ends",
+__all__ = ["ShuffledGaussian", "tradeoff", "tradeoff_curves", "tradeoff_curve_ends", "tradeoff_ends", "tradeoff_ends_both_directions", "tradeoff_reverse", "tv_gap", "tv_gap_ends",
            "ENVELOPE_TOL", "SIGMA_MIN", "curve_envelope", "gap_envelope"]
 
 _SIGMA_RANGE = dict(lo=0.0, lo_open=True)
@@ -245,9 +245,20 @@ _HANDOVER_MASS = 3e-3
 @partial(jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
 def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     """(lower, upper) of the single-epoch curve from the tabulated law."""
+    m_safe = jnp.where(m == 1.0, 2.0, m)
+    return _tradeoff_from_law(_law_for(sigma, m_safe, grid_size, upsample, quad_nodes, 1e-10), a, sigma, m, reverse)
+
+
+@partial(jit, static_argnames=("grid_size", "upsample", "quad_nodes"))
+def _both_directions_impl(a, sigma, m, grid_size, upsample, quad_nodes):
+    m_safe = jnp.where(m == 1.0, 2.0, m)
+    law = _law_for(sigma, m_safe, grid_size, upsample, quad_nodes, 1e-10)
+    return _tradeoff_from_law(law, a, sigma, m, False), _tradeoff_from_law(law, a, sigma, m, True)
+
+
+def _tradeoff_from_law(law, a, sigma, m, reverse):
     is_one = m == 1.0
     m_safe = jnp.where(is_one, 2.0, m)
-    law = _law_for(sigma, m_safe, grid_size, upsample, quad_nodes, 1e-10)
     s = 1.0 / sigma
     sf_p_end = law.sf_p[law.n_used - 1]
     # the table knows its cdfs to err absolutely (log-axis tables: 10x their Chebyshev diagnostic)
@@ -321,6 +332,19 @@ def tradeoff_ends(a, sigma, M, *, reverse: bool = False, grid_size: int = 2**11,
     the Chebyshev diagnostic of log-axis tables), clipped into the closed-form envelope.
     :func:`tradeoff` / :func:`tradeoff_reverse` return the lower end."""
     return _checked_curve(a, sigma, M, bool(reverse), grid_size, upsample, quad_nodes)
+
+
+def tradeoff_ends_both_directions(a, sigma, M, *, grid_size: int = 2**11, upsample: int = 16, quad_nodes: int = 320):
+    """``((lower, upper), (lower_reverse, upper_reverse))``: :func:`tradeoff_ends` of both directions
+    at one ``(sigma, M)`` (scalars) from one tabulated law (each of the two calls tabulates its own)."""
+    if np.ndim(sigma) != 0 or np.ndim(M) != 0:
+        raise ValueError(f"sigma and M must be scalars here, got shapes {np.shape(sigma)} and {np.shape(M)}")
+    a, ok_a = _validate.check("a", a, lo=0.0, hi=1.0)
+    sigma, ok_s = _validate.check("sigma", sigma, **_SIGMA_RANGE)
+    m, ok_m = _validate.check("M", M, **_M_RANGE)
+    ok = ok_a & ok_s & ok_m
+    ends = _both_directions_impl(a, sigma, m, grid_size, upsample, quad_nodes)
+    return tuple(tuple(_validate.nan_where_invalid(x, ok) for x in pair) for pair in ends)
 
 
 def _vmapped(a, sigma, m, reverse, grid_size, upsample, quad_nodes):

@@ -21,6 +21,7 @@ import pytest
 from scipy import stats
 
 from jaxdp.mechanisms.shuffled import ShuffledGaussian, tradeoff, tradeoff_ends, tradeoff_reverse, tv_gap
+from jaxdp.mechanisms import shuffled
 
 # REF values (reference_law.py output).
 REF = {
@@ -499,3 +500,16 @@ def test_public_tradeoff_batch_uses_the_grouped_path_consistently():
     np.testing.assert_allclose(eager, jitted, rtol=0, atol=1e-8)
     with pytest.raises(ValueError, match="noise_multiplier"):
         sh.tradeoff(a, noise_multiplier=sig, num_rounds=ms)
+
+
+def test_both_directions_from_one_law_are_the_two_calls():
+    """tradeoff_ends_both_directions tabulates the law once: the same numbers as tradeoff_ends of
+    each direction (each checked against references above); errors and NaN as theirs."""
+    a = np.array([0.0, 1e-6, 1e-3, 0.2, 0.7, 1.0])
+    fwd, rev = shuffled.tradeoff_ends_both_directions(a, 1.0, 50.0)
+    for got, want in ((fwd, shuffled.tradeoff_ends(a, 1.0, 50.0)), (rev, shuffled.tradeoff_ends(a, 1.0, 50.0, reverse=True))):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="scalars"):
+        shuffled.tradeoff_ends_both_directions(a, [1.0, 2.0], 50.0)
+    with pytest.raises(ValueError, match="a"):
+        shuffled.tradeoff_ends_both_directions([1.5], 1.0, 50.0)
