@@ -444,7 +444,7 @@ def tradeoff(a, *, noise_multiplier, sampling_probability, num_steps, direction=
 
 
 @functools.partial(jit, static_argnames=("direction", "grid", "num_eps"))
-def _summary_core(d, e, a, s, q, t, ok, direction, grid, num_eps):
+def _summary_core(d, e, a, s, q, t, direction, grid, num_eps):
     ps = _plds(s, q, t, direction, grid)
     # lax.map, not vmap: the conversions' root searches are traced once as scalars (batching their
     # loops cost ~0.15 s of a cold command's tracing), and they are cheap to run in sequence
@@ -452,7 +452,7 @@ def _summary_core(d, e, a, s, q, t, ok, direction, grid, num_eps):
     # no epsilons: the delta(eps) conversion is not compiled at all
     dlt = jax.lax.map(lambda e_: _delta_scalar(e_, s, q, t, direction, grid, ps=ps), e) if e.size else (e, e)
     crv = _tradeoff_scalar_params(a, s, q, t, direction, grid, num_eps, ps=ps)
-    return jax.tree_util.tree_map(lambda x: nan_where_invalid(x, ok), (eps, dlt, crv))
+    return eps, dlt, crv
 
 
 def summary(delta, epsilon, a, *, noise_multiplier, sampling_probability, num_steps, direction="both",
@@ -482,10 +482,10 @@ def summary(delta, epsilon, a, *, noise_multiplier, sampling_probability, num_st
             raise ValueError(f"{name} must be a 1-d array in summary(), got shape {v.shape}")
     s, q, t, ok = _validate(noise_multiplier, sampling_probability, num_steps)
     (el, eu), (dl, du), (fl, fu) = _summary_core(_safe(d, okd, 1e-5), _safe(e, oke, 1.0), _safe(a, oka, 0.5), _safe(s, ok, 1.0),
-                                                 _safe(q, ok, 0.5), _safe(t, ok, 1.0), ok, direction, grid, num_eps)
-    el, eu = nan_where_invalid(el, okd), nan_where_invalid(eu, okd)
-    dl, du = nan_where_invalid(dl, oke), nan_where_invalid(du, oke)
-    fl, fu = nan_where_invalid(fl, oka), nan_where_invalid(fu, oka)
+                                                 _safe(q, ok, 0.5), _safe(t, ok, 1.0), direction, grid, num_eps)
+    el, eu = (nan_where_invalid(x, ok & okd) for x in (el, eu))
+    dl, du = (nan_where_invalid(x, ok & oke) for x in (dl, du))
+    fl, fu = (nan_where_invalid(x, ok & oka) for x in (fl, fu))
     return dict(epsilon=Bracket(lower=el, upper=eu, value=eu), delta=Bracket(lower=dl, upper=du, value=du),
                 tradeoff=Bracket(lower=fl, upper=fu, value=fl))
 

@@ -189,8 +189,9 @@ def _tighten(best, out):
     return res
 
 
-def _widths(out):
-    return np.concatenate([_acc.relative_width(out[lo], out[up]) for lo, up in _POISSON_BRACKETS])
+def _ends(out):
+    """(lower, upper) ends of every bracket of a report, concatenated."""
+    return tuple(np.concatenate([out[k[i]] for k in _POISSON_BRACKETS]) for i in (0, 1))
 
 
 def poisson_report(sigma, q, steps, deltas, epsilons, accuracy=None):
@@ -205,11 +206,12 @@ def poisson_report(sigma, q, steps, deltas, epsilons, accuracy=None):
     out = None
     for grid in _acc.LADDER[_acc.first_rung(accuracy):]:
         new = {k: np.asarray(v) for k, v in _tracecache.call(_poisson_core, args, grid=grid).items()}
-        before = None if out is None else _widths(out)
+        before = None if out is None else _acc.relative_width(*_ends(out))
         out = new if out is None else _tighten(out, new)
-        w = _widths(out)
-        wide = ~(w <= accuracy) & ~np.isnan(np.concatenate([out[up] for _, up in _POISSON_BRACKETS]))
-        if not wide.any() or (before is not None and not (w[wide] <= before[wide] / 1.5).any()):
+        w, wide = _acc.relative_width(*_ends(out)), _acc.too_wide(*_ends(out), accuracy)
+        # the rule of jaxdp.core.accuracy.refine, for one report: stop once nothing is too wide, or
+        # once the finer grid narrowed none of what is
+        if not wide.any() or (before is not None and not _acc.narrowed(before[wide], w[wide]).any()):
             break
     n = len(TABLE_A)
     f = out.pop("tradeoff")

@@ -77,6 +77,18 @@ def relative_width(lower, upper):
     return np.where((upper == 0) & (lower == 0), 0.0, w)
 
 
+def too_wide(lower, upper, accuracy):
+    """Where a bracket is wider than ``accuracy`` (a NaN upper end, invalid input, never is)."""
+    return ~(relative_width(lower, upper) <= accuracy) & ~np.isnan(np.asarray(upper, np.float64))
+
+
+def narrowed(before, after):
+    """Where a finer rung narrowed a relative width by a third at least (or the width is not a number,
+    e.g. an infinite upper end that a finer grid may make finite): elsewhere the width is held by
+    something no grid moves (e.g. a delta below the FFT's float floor), so refining stops."""
+    return ~(after > before / 1.5)
+
+
 def _bucket(m: int, n: int) -> int:
     """Batch size of a refinement of ``m`` of ``n`` values: a power of two (few compiled shapes)."""
     return min(n, 1 << max(m - 1, 0).bit_length())
@@ -97,7 +109,7 @@ def refine(bracket_at, args, accuracy: float):
     n = lo.size
     live = np.ones(n, bool)  # still worth refining
     for grid in LADDER[i0 + 1:]:
-        idx = np.flatnonzero(live & _too_wide(lo, up, accuracy))
+        idx = np.flatnonzero(live & too_wide(lo, up, accuracy))
         if idx.size == 0:
             break
         pad = np.concatenate([idx, np.full(_bucket(idx.size, n) - idx.size, idx[0])])
@@ -105,18 +117,11 @@ def refine(bracket_at, args, accuracy: float):
         before = relative_width(lo[idx], up[idx])
         # a finer rung's bracket is sound too; keep the tighter end of each
         lo[idx], up[idx] = np.maximum(lo[idx], l2), np.minimum(up[idx], u2)
-        # a value the finer grid did not tighten by a third is held by something no grid moves
-        # (e.g. a delta below the FFT's float floor): stop paying for it
-        live[idx] = ~(relative_width(lo[idx], up[idx]) > before / 1.5)
-    bad = _too_wide(lo, up, accuracy)
+        live[idx] = narrowed(before, relative_width(lo[idx], up[idx]))
+    bad = too_wide(lo, up, accuracy)
     if bad.any():
         worst = float(np.nanmax(np.where(bad, relative_width(lo, up), -np.inf)))
         warnings.warn(
             f"{int(bad.sum())} of {n} values have a certified bracket wider than accuracy={accuracy:g} "
             f"(widest {worst:.3g}) on the finest grid tried; the returned upper ends are still sound bounds", RuntimeWarning, stacklevel=3)
     return lo.reshape(shape), up.reshape(shape)
-
-
-def _too_wide(lo, up, accuracy):
-    w = relative_width(lo, up)
-    return ~(w <= accuracy) & ~np.isnan(up)

@@ -245,15 +245,18 @@ _HANDOVER_MASS = 3e-3
 @partial(jit, static_argnames=("reverse", "grid_size", "upsample", "quad_nodes"))
 def _tradeoff_impl(a, sigma, m, reverse, grid_size, upsample, quad_nodes):
     """(lower, upper) of the single-epoch curve from the tabulated law."""
-    m_safe = jnp.where(m == 1.0, 2.0, m)
-    return _tradeoff_from_law(_law_for(sigma, m_safe, grid_size, upsample, quad_nodes, 1e-10), a, sigma, m, reverse)
+    return _tradeoff_from_law(_curve_law(sigma, m, grid_size, upsample, quad_nodes), a, sigma, m, reverse)
 
 
 @partial(jit, static_argnames=("grid_size", "upsample", "quad_nodes"))
 def _both_directions_impl(a, sigma, m, grid_size, upsample, quad_nodes):
-    m_safe = jnp.where(m == 1.0, 2.0, m)
-    law = _law_for(sigma, m_safe, grid_size, upsample, quad_nodes, 1e-10)
+    law = _curve_law(sigma, m, grid_size, upsample, quad_nodes)
     return _tradeoff_from_law(law, a, sigma, m, False), _tradeoff_from_law(law, a, sigma, m, True)
+
+
+def _curve_law(sigma, m, grid_size, upsample, quad_nodes):
+    """The law the curves read (M = 1 is answered in closed form: a stand-in M = 2 law is tabulated)."""
+    return _law_for(sigma, jnp.where(m == 1.0, 2.0, m), grid_size, upsample, quad_nodes, 1e-10)
 
 
 def _tradeoff_from_law(law, a, sigma, m, reverse):
