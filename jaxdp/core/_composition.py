@@ -3,6 +3,7 @@ points 1, 2 and 4)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence, Tuple
 
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _config  # noqa: F401  (float64)
+from .._config import jit
 from .._pytree import pytree_dataclass
 from ._conversions import _mgf_orders
 from ._distribution import PLD
@@ -130,6 +132,9 @@ def _snap(x):
     return jnp.exp2(jnp.ceil(jnp.log2(x) * 8.0) / 8.0)
 
 
+# one compiled program per component structure and grid: called directly (outside another
+# program) it otherwise ran op by op, re-tracing its loops on every call
+@functools.partial(jit, static_argnames=("direction", "grid"))
 def compose(
     components: Sequence[Tuple[object, object]],
     direction: str = "remove",

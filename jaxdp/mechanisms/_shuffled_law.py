@@ -26,6 +26,7 @@ Pipeline (see docs/shuffle_exact.md for the error analysis):
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -35,6 +36,7 @@ import numpy as np
 from jax.scipy.special import ndtri
 
 from jaxdp import closed_forms as _cf
+from jaxdp._config import jit
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 
@@ -476,6 +478,10 @@ def _log_range(s, m, v, lphi_p, lam_ch):
     return jnp.minimum(xi_lo, xi_hi - 1.0), xi_hi
 
 
+# one compiled program per static configuration: called eagerly (tests, direct use of the law) it
+# otherwise ran op by op and re-traced its loops on every call (~14 s for the first eager call and
+# ~1.5 s for each later one, against ~3 s once and milliseconds after)
+@functools.partial(jit, static_argnames=("n_coarse", "upsample", "tail", "nz", "block", "method"))
 def grid_law(sigma, m, *, n_coarse: int, upsample: int, tail: float, nz: int, block: int = 64, method: str = "auto"):
     """Law of U under P and Q on a grid; see module docstring.
 
