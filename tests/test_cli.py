@@ -233,6 +233,7 @@ def test_poisson_grid_line_says_whether_accuracy_was_met(stubs, capsys):
     assert (p["accuracy"], p["bracket_width"], p["grid_cells"], p["grid_stages"]) == (0.01, 0.0098, 2**16, 1)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_poisson_report_climbs_the_ladder(monkeypatch):
     """The CLI's refinement on a ladder of two small grids (cheap to compile), real numbers: a target
     the first rung misses is met on the second, and each reported end is the tighter of the two

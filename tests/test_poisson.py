@@ -30,6 +30,7 @@ def test_known_value_bracket():
     assert float(poisson.epsilon_for_delta(1e-5, noise_multiplier=1.0, sampling_probability=0.01, num_steps=1000)) == up
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_spec_oracle_directions():
     # shuffle.md section 6: Poisson with q = 1/M over M = 10,000 steps, delta = 1e-5
     M = 10000
@@ -56,6 +57,7 @@ def test_against_dp_accounting_subset():
     np.testing.assert_allclose(up, ref, rtol=0.01)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_delta_for_epsilon_consistent_with_epsilon_for_delta():
     # one fixed grid for both directions of the round trip (accuracy= may refine them differently)
     kw = dict(noise_multiplier=1.0, sampling_probability=0.01, num_steps=1000, grid=DEFAULT_GRID)
@@ -162,6 +164,7 @@ def test_clt_mus():
     np.testing.assert_allclose(mu_d, np.sqrt(2) * 0.01 * 100 * np.sqrt(inner), rtol=1e-12)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_summary_shares_one_pld_and_matches_the_entry_points():
     """poisson.summary converts one composed PLD into all three quantities: on a one-stage grid the
     entry points compose the same PLD (delta only places tails on two-stage grids), so each bracket

@@ -3,6 +3,7 @@ jaxdp/_pytree.py).  Reference: the class's own factor, known by construction."""
 
 from __future__ import annotations
 
+import pytest
 import jax
 import numpy as np
 
@@ -25,6 +26,7 @@ def test_distinct_types_have_distinct_treedefs():
     assert a != b
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): property check over many compiled shapes, 15-40 s of XLA
 def test_jit_never_hands_one_type_another_types_program():
     # register_dataclass: ~20% of 400 same-field classes got another class's result (jax 0.10.2)
     classes = _classes(400)

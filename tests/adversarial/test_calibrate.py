@@ -95,6 +95,7 @@ case_st = st.tuples(st.floats(0.05, 50.0), st.floats(1e-12, 1e-2), st.floats(1e-
 
 
 # no shrinking: every example is a batched PLD calibration, a shrink pass would take minutes
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 @settings(max_examples=n_examples(3), phases=(Phase.explicit, Phase.generate))
 @given(st.lists(case_st, min_size=B - 1, max_size=B - 1))
 def test_poisson_sigma_feasible_by_the_public_number_and_tight(cases):
@@ -180,6 +181,7 @@ def test_rounds_never_read_a_failed_gap_as_feasible(monkeypatch):
 # ---- regressions (issue 20), at the public defaults -----------------------------------------------
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 @pytest.mark.xdist_group("poisson_default_eps")
 def test_regression_class7_calibrated_sigma_is_feasible_by_the_default_accountant():
     """noise_multiplier(2, 1e-10, q = 0.01, T = 1000) returned 1.268835, where po.epsilon_for_delta
@@ -192,6 +194,7 @@ def test_regression_class7_calibrated_sigma_is_feasible_by_the_default_accountan
     assert _one_step_delta(2.0, s, 0.01) <= 1e-10
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 @pytest.mark.xdist_group("poisson_default_eps")
 def test_regression_class3_sigma_not_at_the_bracket_edge():
     """noise_multiplier(1e4, 1e-5, q = 0.01, T = 100) returned the search limit sigma = 0.01, where the

@@ -230,6 +230,7 @@ def test_regression_eps_infinite_for_small_delta():
     assert float(lo_ref) * (1 - 1e-12) <= e <= float(hi_ref) * (1 + 1e-9)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_regression_delta_nan_at_huge_epsilon():
     """Class 8: delta(1e6) was NaN; the truth is ~0 (delta(eps) <= P(loss > eps) and the loss of
     100 steps is far below 1e6)."""

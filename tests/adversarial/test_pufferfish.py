@@ -275,6 +275,7 @@ def test_never_crosses_coupling_and_data_processing_bounds(noise, alpha, seed, l
     assert float(up) <= dp * (1 + 1e-12) + allow(size_dp)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): property check over many compiled shapes, 15-40 s of XLA
 @settings(max_examples=n_examples(2, 20))
 @given(noise=st.sampled_from(NOISES), alpha=st.sampled_from([0.5, 2.0, 8.0]), eps=st.sampled_from([0.1, 1.0]),
        lsep=st.floats(0.0, 6.0))

@@ -65,6 +65,7 @@ def test_gap_between_linear_test_and_gaussian(sigma, M):
         assert g == pytest.approx(_gap_up(sigma), abs=1e-12)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 @pytest.mark.xdist_group("shuffle_default_curve")
 @settings(max_examples=n_examples(6, 120), deadline=None)
 @given(sigma_st, rounds_st, st.booleans())
@@ -81,6 +82,7 @@ def test_single_epoch_curve_between_bounds(sigma, M, reverse):
     assert np.max(1.0 - A - f) <= g + TOL
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 @pytest.mark.xdist_group("shuffle_small_conversion")
 @settings(max_examples=n_examples(3, 40), deadline=None)
 @given(sigma_st, rounds_st, st.sampled_from([1e-10, 1e-5, 1e-2]))
@@ -99,6 +101,7 @@ def test_epsilon_and_delta_between_bounds(sigma, M, delta):
     assert d <= _gap_up(sigma) + 1e-9
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 @pytest.mark.xdist_group("shuffle_small_conversion")
 @settings(max_examples=n_examples(2, 30), deadline=None)
 @given(sigma_st, st.floats(0.0, 6.0).map(lambda x: 10.0**x), st.sampled_from([2, 5]))

@@ -28,6 +28,7 @@ def _gauss_plds(sigma, k):
     return pld.self_compose(Gaussian(sigma), k, "remove", SMALL)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 @pytest.mark.parametrize("sigma,k,rtol", [(1.0, 1, 2e-5), (2.0, 10, 2e-5), (0.8, 1000, 0.25), (5.0, 20000, 0.25)])
 def test_gaussian_bracket_contains_closed_form(sigma, k, rtol):
     P = _gauss_plds(sigma, k)
@@ -107,6 +108,7 @@ def test_curve_composition_through_engine_matches_mechanism():
         assert float(up.delta(eps)) <= ex + 1e-9
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): gradients against finite differences: forward, reverse and batched programs, 10-20 s of XLA
 def test_gradients_finite_and_match_fd():
     f = jax.jit(lambda s: pld.self_compose(Gaussian(s), 50, "remove", SMALL).epsilon_upper(1e-6))
     g = jax.grad(f)(2.0)

@@ -43,6 +43,7 @@ def test_fine_stage_size_and_output_shape():
         assert float(P.epsilon_lower(1e-5)) <= exact <= float(P.epsilon_upper(1e-5))
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_gaussian_closed_form_in_two_stage_bracket():
     sigma, T = 50.0, 10000
     P = jax.jit(lambda s: pld.self_compose(Gaussian(s), T, "remove", TWO))(sigma)

@@ -32,6 +32,7 @@ def test_poisson_speaks_neighboring():
         poisson.epsilon_for_delta(1e-5, **POISSON, direction="reverse")
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_shuffle_speaks_direction():
     a = np.array([1e-3, 0.05, 0.3])
     kw = dict(noise_multiplier=1.0, num_rounds=10)

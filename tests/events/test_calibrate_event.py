@@ -37,6 +37,7 @@ def eps_of(event, delta):
     return float(account(event, grid=GRID).epsilon(delta).value)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): agreement with a peer (dp_accounting / Monte Carlo) at the default grids, 15-25 s of XLA
 def test_poisson_sigma_matches_dp_accounting_calibration():
     mc = pytest.importorskip("dp_accounting.mechanism_calibration")
     import dp_accounting
@@ -55,6 +56,7 @@ def test_poisson_sigma_matches_dp_accounting_calibration():
     assert eps_of(poisson_1000(s, 0.01), 1e-5) <= 1.0 < eps_of(poisson_1000(s * (1 - 1e-6), 0.01), 1e-5)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): compiles several PLD accountant programs, 10-40 s of XLA
 def test_schedule_and_integer_count_are_extreme_feasible_values():
     sol = calibrate.event_parameter(schedule, epsilon=2.0, delta=1e-5, decreasing=True, lower=0.5, upper=2.0,
                                     grid=GRID)

@@ -77,6 +77,7 @@ def test_dpa_table():
         print(f"| {name} | {delta:g} | [{lo:.6f}, {up:.6f}] | {pess:.6f} | {opt:.6f} | {ratio - 1:+.2e} |")
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): agreement with a peer (dp_accounting / Monte Carlo) at the default grids, 15-25 s of XLA
 @pytest.mark.parametrize("i", SUBSET)
 def test_dpa_subset(i):
     _, event, delta = POINTS[i]

@@ -68,6 +68,7 @@ def test_many_compose_calls_are_one_build(monkeypatch):
     assert acc.ledger == Self(step, 1000)  # dp_accounting's own ledger of the calls
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): agreement with a peer (dp_accounting / Monte Carlo) at the default grids, 15-25 s of XLA
 @pytest.mark.parametrize(
     "event,delta",
     [
@@ -84,6 +85,7 @@ def test_agrees_with_dp_accounting_pld(event, delta):
     assert acc.get_delta(1.0) == pytest.approx(ref.get_delta(1.0), rel=1e-2)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): agreement with a peer (dp_accounting / Monte Carlo) at the default grids, 15-25 s of XLA
 @pytest.mark.parametrize("q, steps, sigma", [(0.01, 10000, 1.0)])
 def test_default_grid_reports_a_certified_upper_end_near_the_fine_one(q, steps, sigma):
     # reference: jaxdp.account's two-stage default grid (2^18 cells), whose certified bracket is

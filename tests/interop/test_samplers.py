@@ -174,6 +174,7 @@ def _simulate(groups, num_steps, sigma, n, seed):
     return _loss(xq, groups, mu), _loss(xp, groups, mu)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): agreement with a peer (dp_accounting / Monte Carlo) at the default grids, 15-25 s of XLA
 def test_random_allocation_monte_carlo_audit():
     """sigma = 1, k = 2, t = 6: the real mechanism's delta never exceeds jaxdp's certified bound."""
     sigma, k, t = 1.0, 2, 6
@@ -190,6 +191,7 @@ def _bins(t, c):
     return [list(range(b, t, c)) for b in range(c)]
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): agreement with a peer (dp_accounting / Monte Carlo) at the default grids, 15-25 s of XLA
 @pytest.mark.parametrize("sigma,t,c", [(1.0, 6, 3), (1.5, 8, 2)])
 def test_balls_in_bins_monte_carlo_agrees(sigma, t, c):
     """Whole cycles: jaxdp's law is exact, so its bracket meets the MC 99% interval of the worse direction."""

@@ -99,6 +99,7 @@ def _reference_delta(e, s, q, t):
     return None
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): property check over many compiled shapes, 15-40 s of XLA
 @settings(max_examples=n_examples(2))
 @given(st.lists(st.tuples(eps_st, delta_st, T_st), min_size=H // 2, max_size=H // 2),
        st.lists(st.tuples(eps_st, delta_st, q_st), min_size=H // 2, max_size=H // 2), st.floats(1.1, 3.0),

@@ -51,6 +51,7 @@ def test_exact_single_epoch_curve_valid_and_between_bounds(sigma, logm):
     assert np.max(1 - A - f) <= tv + 1e-8
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): property check over many compiled shapes, 15-40 s of XLA
 @settings(max_examples=n_examples(6, 100))
 @given(sigma_st, logm_st)
 def test_reverse_curve_is_the_inverse(sigma, logm):
@@ -101,6 +102,7 @@ E4 = 4
 GS = Grid(size=2**12)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): property check over many compiled shapes, 15-40 s of XLA
 @settings(max_examples=n_examples(1, 10))
 @given(st.lists(st.tuples(st.floats(0.8, 4.0), st.floats(1.0, 4.0)), min_size=E4 // 2, max_size=E4 // 2),
        st.integers(1, 20))

@@ -4,6 +4,7 @@ Reference divergence: ``renyi_mixture`` estimate (itself checked against scipy q
 test_divergences.py) on a finer grid than the one used for calibration.
 """
 
+import pytest
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,6 +63,7 @@ def _divs(x, wx, y, wy, a, s_lap, s_gau):
     return jax.vmap(jax.vmap(one, (None,) * 5 + (0, 0)), (0,) * 7)(x, wx, y, wy, a, s_lap, s_gau)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): property check over many compiled shapes, 15-40 s of XLA
 def test_soundness_and_ordering():
     x, wx, y, wy, a, e = make_pairs()
     sc = _scales(x, wx, y, wy, a, e)

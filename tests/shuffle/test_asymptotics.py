@@ -198,6 +198,7 @@ def _fd(f, x, rel=1e-6):
     return (f(x + h) - f(x - h)) / (2 * h)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): gradients against finite differences: forward, reverse and batched programs, 10-20 s of XLA
 @pytest.mark.parametrize(
     "fn,x0",
     [

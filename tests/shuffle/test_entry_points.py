@@ -88,6 +88,7 @@ def test_monte_carlo_auditor_agrees_with_exact_curve(E):
     assert np.all(up >= np.asarray(res.lower) - 1e-12) and np.all(lo <= np.asarray(res.upper) + 1e-12)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): gradients against finite differences: forward, reverse and batched programs, 10-20 s of XLA
 def test_gradients_of_gap_match_finite_differences():
     g = jax.grad(lambda s, m: sh.delta_gap(noise_multiplier=s, num_rounds=m), argnums=(0, 1))(1.3, 2000.0)
     f = lambda s, m: sh.delta_gap(noise_multiplier=s, num_rounds=m)  # noqa: E731
@@ -112,6 +113,7 @@ def test_gradients_of_eps_match_finite_differences():
     np.testing.assert_allclose(ge[1], fe_m, rtol=1e-4)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_eps_with_constant_inputs_under_jit_regression():
     # With every input constant, XLA folded the clz-based bit count of the FFT power z^k into a
     # wrong power (eps 14.9 instead of 0.62 at sigma = 1, M = 100, E = 1).  Expected value: the

@@ -173,6 +173,7 @@ def mech_sf():
     return get
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 @pytest.mark.parametrize("key", sorted(REF))
 def test_sf_against_reference(key, mech_sf):
     sigma, m = key
@@ -188,6 +189,7 @@ def test_sf_against_reference(key, mech_sf):
     np.testing.assert_allclose(b2, q_cdf, rtol=0, atol=SF_TOL)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 @pytest.mark.parametrize("key", sorted(REF))
 def test_curve_against_reference(key):
     sigma, m = key
@@ -200,6 +202,7 @@ def test_curve_against_reference(key):
     np.testing.assert_allclose(float(tv_gap(sigma, m)), tv_ref, rtol=0, atol=CURVE_TOL * 1e-2)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_small_m_low_noise_against_laplace_reference():
     """f (both directions) and the gap at the 8 small-M points, one compiled call: each reference
     lies between the curve's certified ends, whose midpoint (the computed value) is within 1e-8 of
@@ -245,6 +248,7 @@ def test_monte_carlo_tv_spec():
     assert np.all(tv >= 2 * stats.norm.cdf(0.5 / np.sqrt(np.asarray(ms))) - 1)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 @pytest.mark.parametrize("sigma", [0.3, 1.0, 5.0])
 def test_m_equal_one_is_gaussian(sigma):
     a = jnp.linspace(0.0, 1.0, 101)
@@ -279,6 +283,7 @@ def test_renyi_oracle():
     assert abs(d3 - 0.0056719) < 2e-7
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): gradients against finite differences: forward, reverse and batched programs, 10-20 s of XLA
 def test_gradients_match_finite_differences():
     f = jax.jit(lambda s, m: tv_gap(s, m))
     for s0, m0 in [(1.0, 1000.0), (0.7, 3.7e4), (2.0, 7.5), (1.0, 2.0)]:  # (1, 2): Laplace method
@@ -322,6 +327,7 @@ def test_symmetry_and_bounds():
     assert np.max(1 - np.asarray(a) - f) <= tv + 1e-9
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_privacy_loss_range_covers_tail():
     for direction in ("remove", "add"):
         mech = ShuffledGaussian(noise_multiplier=0.8, num_rounds=1000.0)
@@ -372,6 +378,7 @@ def test_contour_gap_against_mpmath_references():
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_contour_gap_agrees_with_the_tabulated_law():
     # Two independent numerical routes to TV: the damped-FFT table read at L = 1 (method="table")
     # and the single line integral / Talbot inversion (method="contour").  Non-integer M included:
@@ -385,6 +392,7 @@ def test_contour_gap_agrees_with_the_tabulated_law():
     np.testing.assert_allclose(fast, table, rtol=0, atol=2e-8)  # worst measured on 2,400 points: 2.7e-9
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_narrow_law_non_integer_m_regression():
     # sigma = 38.46, M = 2.92: the tabulated cdf had negative cell masses and P(U <= 0) = 0.336
     # (the log1p series was taken near u = 2 pi, where phi_Y returns to ~1).  Reference: the CLT,
@@ -409,6 +417,7 @@ def test_narrow_law_non_integer_m_regression():
         np.testing.assert_allclose(f, g, rtol=0, atol=1e-5)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): gradients against finite differences: forward, reverse and batched programs, 10-20 s of XLA
 @pytest.mark.parametrize("sigma,m", [(1.0, 1e4), (0.6, 20.0), (4.0, 3.0), (0.8, 1e8)])
 def test_contour_gap_gradients_match_finite_differences(sigma, m):
     # line integral at (1, 1e4), (4, 3), (0.8, 1e8); Talbot at (0.6, 20); central differences, h = 1e-5 rel.
@@ -420,6 +429,7 @@ def test_contour_gap_gradients_match_finite_differences(sigma, m):
     assert abs(float(g_m) / fd_m - 1.0) < 1e-4, (float(g_m), fd_m)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_contour_gap_near_one_round_regression():
     # M just above 1 with sigma ~ 4 (found by the 1e5-point sweep: NaN at sigma = 4.08, M = 1.06).
     # Reference: LaplaceReference(4.08, 1.06).cdf(1.06) (tests/shuffle/reference_law.py, de Hoog
@@ -436,6 +446,7 @@ def test_contour_gap_near_one_round_regression():
 # ---- the curve from one damped Fourier line, and the grouped batch path ------------------------
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_line_curve_against_mpmath_references():
     # Expected values: REF (Gil-Pelaez + Gauss-Legendre in mpmath).  Where the line's checks pass
     # the curve is accurate to ~1e-12 (measured); where they fail (spread laws: REF_SMALL, and REF
@@ -486,6 +497,7 @@ def test_grouped_curves_agree_with_the_tabulated_law():
     np.testing.assert_allclose(np.asarray(gap), np.asarray(tv_gap(s, m)), rtol=0, atol=2e-9)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): default-grid shuffled law programs, ~10-35 s of XLA compiling; an accuracy check against an independent reference
 def test_public_tradeoff_batch_uses_the_grouped_path_consistently():
     # jaxdp.shuffle.tradeoff with concrete E = 1 inputs goes through the grouped path; under jit it
     # uses the table: the two agree to 1e-8, shapes params + a, invalid pairs NaN.
