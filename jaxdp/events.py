@@ -72,7 +72,7 @@ NEIGHBORING = ("add_remove", "replace_one")
 #: The grid used for events containing ``Shuffled`` when ``account(..., grid=None)``: the shuffled
 #: law is tabulated by its mechanism, so 2^16 cells keep brackets at ~1e-3 relative (the value of
 #: ``jaxdp.shuffle.SHUFFLE_GRID``, so the two agree).
-SHUFFLED_GRID = Grid(size=2**16)
+SHUFFLED_GRID = Grid(size=2**16, stages=1)
 
 
 class UnsupportedEventError(NotImplementedError):

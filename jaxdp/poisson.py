@@ -324,13 +324,6 @@ def _bracket(core, x, s, q, t, ok, direction, grid, accuracy, upper_only=False):
     return jnp.asarray(lo), jnp.asarray(up)
 
 
-_ACCURACY_DOC = """
-    ``accuracy`` (default :data:`jaxdp.core.accuracy.DEFAULT_ACCURACY`, 1e-2): the relative width of
-    the certified bracket to reach, ``(upper - lower) / upper``; the grid is chosen for it, coarse
-    first and refined only where the bracket is wider (:mod:`jaxdp.core.accuracy`; under ``jit``,
-    ``grad`` or ``vmap`` the first grid is used unchecked).  ``grid``: a fixed
-    :class:`~jaxdp.core.pld.Grid` instead (experts); the two exclude each other.
-"""
 
 
 def epsilon_for_delta_bracket(
@@ -384,7 +377,7 @@ def delta_for_epsilon(epsilon, *, noise_multiplier, sampling_probability, num_st
 
 
 for _f in (epsilon_for_delta_bracket, epsilon_for_delta, delta_for_epsilon_bracket, delta_for_epsilon):
-    _f.__doc__ = _f.__doc__.rstrip() + "\n" + _ACCURACY_DOC
+    _acc.document(_f)
 del _f
 
 

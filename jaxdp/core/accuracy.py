@@ -39,6 +39,21 @@ LADDER = (Grid(size=2**14, stages=1), Grid(size=2**16, stages=1), Grid(size=2**1
 REFERENCE_WIDTHS = (2.94e-2, 7.71e-3, 4.90e-4, 1.35e-4)
 
 
+_ENTRY_POINT_DOC = """
+    ``accuracy`` (default :data:`jaxdp.core.accuracy.DEFAULT_ACCURACY`, 1e-2): the relative width of
+    the certified bracket to reach, ``(upper - lower) / upper``; the grid is chosen for it, coarse
+    first and refined only where the bracket is wider (:mod:`jaxdp.core.accuracy`; under ``jit``,
+    ``grad`` or ``vmap`` the first grid is used unchecked).  ``grid``: a fixed
+    :class:`~jaxdp.core.pld.Grid` instead (experts); the two exclude each other.
+"""
+
+
+def document(fn):
+    """Append the ``accuracy=`` / ``grid=`` paragraph to an entry point's docstring (one text for all)."""
+    fn.__doc__ = fn.__doc__.rstrip() + "\n" + _ENTRY_POINT_DOC
+    return fn
+
+
 def check_accuracy(accuracy) -> float:
     """``accuracy`` as a float in (0, 1), or ``ValueError`` naming it."""
     if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float, np.floating, np.integer)):
@@ -94,18 +109,22 @@ def _bucket(m: int, n: int) -> int:
     return min(n, 1 << max(m - 1, 0).bit_length())
 
 
-def refine(bracket_at, args, accuracy: float):
+def refine(bracket_at, args, accuracy: float, first=None):
     """Certified ``(lower, upper)`` whose relative width meets ``accuracy`` wherever a rung allows it.
 
     ``bracket_at(grid, *args)`` returns ``(lower, upper)`` elementwise over ``args`` (concrete
     arrays that broadcast together; a NaN upper end marks invalid input and is left alone).
+    ``first``: the ``(lower, upper)`` of the first rung (:func:`first_rung`) when the caller has it
+    already (e.g. computed once per parameter set rather than per broadcast entry).
     Returns numpy arrays of the broadcast shape.
     """
     i0 = first_rung(accuracy)
     arrs = np.broadcast_arrays(*[np.asarray(a, np.float64) for a in args])
     shape = arrs[0].shape
     flat = [a.reshape(-1) for a in arrs]
-    lo, up = (np.array(x, np.float64).reshape(-1) for x in bracket_at(LADDER[i0], *(a.reshape(shape) for a in flat)))
+    if first is None:
+        first = bracket_at(LADDER[i0], *(a.reshape(shape) for a in flat))
+    lo, up = (np.array(np.broadcast_to(np.asarray(x, np.float64), shape)).reshape(-1) for x in first)
     n = lo.size
     live = np.ones(n, bool)  # still worth refining
     for grid in LADDER[i0 + 1:]:

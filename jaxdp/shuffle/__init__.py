@@ -44,6 +44,7 @@ from .._validate import check, check_broadcast, check_choice, is_traced, nan_whe
 from .. import accountant as _accountant
 from .. import events as _events
 from ..roots import INFEASIBLE, find_root
+from ..core import accuracy as _acc
 from ..core import pld as _pld
 from ..core import tradeoff as _tf
 from ..mechanisms import shuffled as _exact
@@ -57,12 +58,14 @@ ADJACENCY = (
 METHODS = ("exact", "berry_esseen", "linear_test", "clt", "edgeworth")
 NEIGHBORING = ("add_remove", "replace_one")
 
-#: PLD grid for multi-epoch exact accounting (static).  The shuffled law is tabulated by the
-#: mechanism, so a 2^16-cell PLD keeps brackets at ~1e-3 relative for E up to 1e4.  The lattice
+#: PLD grid of the multi-epoch curve and gap (static), and the first rung of eps/delta's ``accuracy``
+#: ladder at the default (the same grid, ``jaxdp.core.accuracy.LADDER[1]``, so one compiled program
+#: serves both).  The shuffled law is tabulated by the mechanism, so a 2^16-cell PLD keeps brackets
+#: at ~1e-3 relative for E up to 1e4.  The lattice
 #: moves with (sigma, M) (through the mechanism's range hint) and autodiff sees it, so gradients are
 #: those of the computed function: with a frozen lattice they missed the lattice-phase term of the
 #: discretisation error, ~0.3% of d eps / d sigma at sigma = 1.3, M = 2000.
-SHUFFLE_GRID = _pld.Grid(size=2**16)
+SHUFFLE_GRID = _pld.Grid(size=2**16, stages=1)
 
 
 def _refuse_replace_one(neighboring):
@@ -224,37 +227,64 @@ def _conversion_core(plds, v, s, m, e, ok, which):
 _ARG_RANGE = {"delta": dict(lo=0.0, hi=1.0, lo_open=True, hi_open=True), "epsilon": {}}
 
 
-def _conversion(arg, value, noise_multiplier, num_rounds, num_epochs, neighboring, grid):
-    """eps(delta) (``arg="delta"``) or delta(eps) (``arg="epsilon"``) as a certified bracket."""
-    _refuse_replace_one(neighboring)
-    check_broadcast(**{arg: value}, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
-    v, okv = check(arg, value, **_ARG_RANGE[arg])
-    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+def _conversion_at(grid, which, v, s, m, e, ok):
+    """eps(delta) or delta(eps) brackets on one fixed ``grid`` (``which``: the quantity returned)."""
     s1, m1, e1 = _masked(ok, s, m, e)
     # concrete calls trace each program once per machine (jaxdp._tracecache)
     plds = _tracecache.call(_pld_core, (s1, m1, e1), grid=grid)
-    lo, up = _tracecache.call(_conversion_core, (plds, v, s1, m1, e1, ok & okv), which="epsilon" if arg == "delta" else "delta")
+    return _tracecache.call(_conversion_core, (plds, v, s1, m1, e1, ok), which=which)
+
+
+def _conversion(arg, value, noise_multiplier, num_rounds, num_epochs, neighboring, grid, accuracy):
+    """eps(delta) (``arg="delta"``) or delta(eps) (``arg="epsilon"``) as a certified bracket, at a
+    fixed ``grid`` or on the grids that ``accuracy`` asks for (:mod:`jaxdp.core.accuracy`)."""
+    _refuse_replace_one(neighboring)
+    grid, accuracy = _acc.resolve(grid, accuracy)
+    check_broadcast(**{arg: value}, noise_multiplier=noise_multiplier, num_rounds=num_rounds, num_epochs=num_epochs)
+    v, okv = check(arg, value, **_ARG_RANGE[arg])
+    s, m, e, ok = _params(noise_multiplier, num_rounds, num_epochs)
+    which = "epsilon" if arg == "delta" else "delta"
+    if grid is not None:
+        lo, up = _conversion_at(grid, which, v, s, m, e, ok & okv)
+    else:
+        # the first rung on the parameters as given (one PLD per parameter set, shared by every
+        # value of the other argument); refined per entry only where wider than asked, and only
+        # for concrete input (traced: the first rung, unchecked)
+        lo, up = _conversion_at(_acc.LADDER[_acc.first_rung(accuracy)], which, v, s, m, e, ok & okv)
+        if not any(is_traced(x) for x in (v, s, m, e)):
+            lo, up = _acc.refine(lambda g, *a: _conversion_at(g, which, *a, np.ones(np.shape(a[0]), bool)),
+                                 (v, s, m, e), accuracy, first=(lo, up))
+            lo, up = jnp.asarray(lo), jnp.asarray(up)
     return Bracket(lower=lo, upper=up, value=up)
 
 
-def epsilon_for_delta_bracket(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
+
+
+def epsilon_for_delta_bracket(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=None,
+                              accuracy=None) -> Bracket:
     """Certified bracket on eps(delta) after ``num_epochs`` shuffled epochs (worse direction)."""
-    return _conversion("delta", delta, noise_multiplier, num_rounds, num_epochs, neighboring, grid)
+    return _conversion("delta", delta, noise_multiplier, num_rounds, num_epochs, neighboring, grid, accuracy)
 
 
-def epsilon_for_delta(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID):
+def epsilon_for_delta(delta, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=None, accuracy=None):
     r"""Certified upper bound on :math:`\varepsilon(\delta)` (worse of add and remove) for E epochs of M rounds."""
-    return _conversion("delta", delta, noise_multiplier, num_rounds, num_epochs, neighboring, grid).upper
+    return _conversion("delta", delta, noise_multiplier, num_rounds, num_epochs, neighboring, grid, accuracy).upper
 
 
-def delta_for_epsilon_bracket(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID) -> Bracket:
+def delta_for_epsilon_bracket(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=None,
+                              accuracy=None) -> Bracket:
     """Certified bracket on delta(eps) after ``num_epochs`` shuffled epochs (worse direction)."""
-    return _conversion("epsilon", epsilon, noise_multiplier, num_rounds, num_epochs, neighboring, grid)
+    return _conversion("epsilon", epsilon, noise_multiplier, num_rounds, num_epochs, neighboring, grid, accuracy)
 
 
-def delta_for_epsilon(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=SHUFFLE_GRID):
+def delta_for_epsilon(epsilon, *, noise_multiplier, num_rounds, num_epochs=1, neighboring="add_remove", grid=None, accuracy=None):
     r"""Certified upper bound on :math:`\delta(\varepsilon)` (worse direction)."""
-    return _conversion("epsilon", epsilon, noise_multiplier, num_rounds, num_epochs, neighboring, grid).upper
+    return _conversion("epsilon", epsilon, noise_multiplier, num_rounds, num_epochs, neighboring, grid, accuracy).upper
+
+
+for _f in (epsilon_for_delta_bracket, epsilon_for_delta, delta_for_epsilon_bracket, delta_for_epsilon):
+    _acc.document(_f)
+del _f
 
 
 # ------------------------------------------------------------------------------------------------

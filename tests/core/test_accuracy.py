@@ -112,3 +112,13 @@ def test_the_default_path_returns_exactly_the_first_rungs_bracket():
     b = po.epsilon_for_delta_bracket(1e-5, **Q)
     fixed = po.epsilon_for_delta_bracket(1e-5, grid=acc.LADDER[1], **Q)
     assert float(b.lower) == float(fixed.lower) and float(b.upper) == float(fixed.upper)
+
+
+def test_refine_takes_a_first_rung_computed_by_the_caller():
+    # the caller's first-rung bracket (here of shape () for 3 values: one parameter set shared by
+    # all) is broadcast, not recomputed; only the too-wide values go to the next rung
+    bracket_at, calls = _fake(lambda n, x: np.where(n < 2**18, 0.05, 0.001))
+    lo, up = acc.refine(bracket_at, (np.array([0.1, 0.2, 0.3]),), 1e-2, first=(np.array(0.5), np.array(1.0)))
+    assert calls == [(2**18, (3,))]  # all 3 (a bucket never exceeds the batch); no 2^16 call
+    np.testing.assert_array_equal(up, 1.0)
+    np.testing.assert_array_equal(lo, 0.999)  # the tighter lower end of the finer rung
