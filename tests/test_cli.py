@@ -141,12 +141,12 @@ def stubs(monkeypatch):
     tk = ["tradeoff_exact", "tradeoff_exact_reverse", "tradeoff_berry_esseen", "tradeoff_linear_test", "tradeoff_clt",
           "tradeoff_edgeworth"]
 
-    def shuffle_report(sigma, rounds, epochs, deltas):
+    def shuffle_report(sigma, rounds, epochs, deltas, accuracy):
         na, nc = len(cc.TABLE_A), len(cc.CURVE_A)
         ca = np.asarray(cc.CURVE_A)
         return dict(gap_exact=0.005, gap_exact_lower=0.005, gap_berry_esseen=np.nan, gap_linear_test=0.004, gap_clt=0.0052,
                     gap_edgeworth=0.0053, eps_lower=np.full(len(deltas), 0.03), eps=np.full(len(deltas), 0.031), mu_clt=0.013,
-                    table=curves(na, tk), curve={k: np.clip(1 - ca - 0.01, 0, 1) for k in tk},
+                    accuracy=accuracy, eps_width=0.0322, table=curves(na, tk), curve={k: np.clip(1 - ca - 0.01, 0, 1) for k in tk},
                     table_a=np.asarray(cc.TABLE_A), curve_a=ca)
 
     def poisson_report(sigma, q, steps, deltas, epsilons, accuracy):
@@ -259,6 +259,27 @@ def test_poisson_report_climbs_the_ladder(monkeypatch):
     for lo, up in (("eps_lower", "eps"), ("delta_lower", "delta")):
         assert r[lo] == max(r0[lo], r1[lo]) and r[up] == min(r0[up], r1[up]) and r[lo] <= r[up]
     np.testing.assert_array_equal(r["table"], np.maximum(r0["table"], r1["table"]))
+
+
+def test_shuffle_refines_only_eps_brackets_wider_than_asked_and_never_below_the_law(monkeypatch):
+    """jaxdp shuffle's --accuracy: the report's eps brackets (its first rung) go to the library's
+    refinement only where too wide, and not below the exact law's domain (the envelope there, which
+    no grid narrows); stubbed, so nothing is compiled (the refinement itself: tests/core/test_accuracy.py)."""
+    from jaxdp.cli import _compute as cc
+
+    calls = []
+
+    def refine(at, args, accuracy, first=None):
+        calls.append((args[0].tolist(), accuracy))
+        return np.maximum(first[0], 0.95), np.minimum(first[1], 1.0)
+
+    monkeypatch.setattr(cc._acc, "refine", refine)
+    lo, up = np.array([0.9, 0.99]), np.array([1.0, 1.0])
+    assert cc._refined_eps(1.0, 100, 2, [1e-5, 1e-6], lo, up, 0.5) == (lo, up) and calls == []  # met
+    assert cc._refined_eps(0.2, 100, 2, [1e-5, 1e-6], lo, up, 0.01) == (lo, up) and calls == []  # below the law
+    l2, u2 = cc._refined_eps(1.0, 100, 2, [1e-5, 1e-6], lo, up, 0.01)
+    assert calls == [([1e-5, 1e-6], 0.01)]
+    np.testing.assert_array_equal(l2, [0.95, 0.99])
 
 
 def test_rpp_uci_stubbed(monkeypatch, capsys, tmp_path):

@@ -29,7 +29,7 @@ def _shuffle_stub(exact=0.005, edgeworth=0.0053, clt=0.0052, be=np.nan):
     tk = ["tradeoff_exact", "tradeoff_exact_reverse", "tradeoff_berry_esseen", "tradeoff_linear_test", "tradeoff_clt",
           "tradeoff_edgeworth"]
 
-    def shuffle_report(sigma, rounds, epochs, deltas):
+    def shuffle_report(sigma, rounds, epochs, deltas, accuracy):
         na, ca = len(cc.TABLE_A), np.asarray(cc.CURVE_A)
         table = {k: np.full(na, 0.5) for k in tk}
         curve = {k: np.clip(1 - ca - 0.01, 0, 1) for k in tk}
@@ -40,7 +40,8 @@ def _shuffle_stub(exact=0.005, edgeworth=0.0053, clt=0.0052, be=np.nan):
                 part["tradeoff_edgeworth"] = np.zeros(n)
         return dict(gap_exact=exact, gap_exact_lower=exact, gap_berry_esseen=be, gap_linear_test=0.004, gap_clt=clt,
                     gap_edgeworth=edgeworth, eps_lower=np.full(len(deltas), 0.03), eps=np.full(len(deltas), 0.031),
-                    mu_clt=0.013, table=table, curve=curve, table_a=np.asarray(cc.TABLE_A), curve_a=ca)
+                    mu_clt=0.013, accuracy=accuracy, eps_width=0.0322, table=table, curve=curve, table_a=np.asarray(cc.TABLE_A),
+                    curve_a=ca)
 
     return shuffle_report
 

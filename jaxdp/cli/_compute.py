@@ -12,6 +12,7 @@ returned so the caller can show ``gap(M) <= delta < gap(M - 1)``.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -120,8 +121,8 @@ TABLE_A = (1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3, 0.5)
 CURVE_A = tuple(np.concatenate([[0.0], np.logspace(-6, -2, 25), np.linspace(0.0125, 1.0, 80)]).tolist())
 
 
-@functools.partial(jit, static_argnames=("multi_epoch",))
-def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
+@functools.partial(jit, static_argnames=("multi_epoch", "accuracy"))
+def _shuffle_core(sigma, m, e, deltas, a, multi_epoch, accuracy):
     from .. import shuffle as sh
     from ..mechanisms import shuffled as _exact
 
@@ -135,7 +136,8 @@ def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
         # both directions from one tabulated law (one program part instead of two)
         (f_fwd, _), (f_rev, _) = _exact.tradeoff_ends_both_directions(a, sigma, m)
         gap_lo, gap_up = _exact.tv_gap_ends(sigma, m)
-    eb = sh.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, num_rounds=m, num_epochs=e)
+    # traced: the first grid of --accuracy's ladder (shuffle_report refines what is still too wide)
+    eb = sh.epsilon_for_delta_bracket(deltas, noise_multiplier=sigma, num_rounds=m, num_epochs=e, accuracy=accuracy)
     approx = {k: sh.tradeoff(a, noise_multiplier=sigma, num_rounds=m, num_epochs=e, method=k)
               for k in ("berry_esseen", "linear_test", "clt", "edgeworth")}
     gaps = {k: sh.delta_gap(noise_multiplier=sigma, num_rounds=m, num_epochs=e, method=k)
@@ -145,11 +147,38 @@ def _shuffle_core(sigma, m, e, deltas, a, multi_epoch):
                 **{"tradeoff_" + k: v for k, v in approx.items()}, **{"gap_" + k: v for k, v in gaps.items()})
 
 
-def shuffle_report(sigma, rounds, epochs, deltas):
+def _refined_eps(sigma, rounds, epochs, deltas, lo, up, accuracy):
+    """The eps brackets of the report, refined on the finer grids of ``accuracy``'s ladder where wider
+    than asked (:func:`jaxdp.core.accuracy.refine`, the library's rule; the report's brackets are its
+    first rung).  Below the exact law's domain the brackets are the closed-form envelope's, which no
+    grid narrows, so nothing is recompiled for them."""
+    from .. import shuffle as sh
+    from ..mechanisms.shuffled import SIGMA_MIN
+
+    if sigma < SIGMA_MIN or not _acc.too_wide(lo, up, accuracy).any():
+        return lo, up
+
+    def at(grid, d):
+        b = sh.epsilon_for_delta_bracket(d, noise_multiplier=sigma, num_rounds=rounds, num_epochs=epochs, grid=grid)
+        return b.lower, b.upper
+
+    with warnings.catch_warnings():  # the report says itself when a bracket stays too wide
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _acc.refine(at, (np.asarray(deltas, float),), accuracy, first=(lo, up))
+
+
+def shuffle_report(sigma, rounds, epochs, deltas, accuracy=None):
+    """Everything ``jaxdp shuffle`` prints; the eps brackets at most ``accuracy`` wide (relative)
+    wherever a grid of the ladder gives that (default :data:`jaxdp.core.accuracy.DEFAULT_ACCURACY`)."""
+    accuracy = _acc.check_accuracy(_acc.DEFAULT_ACCURACY if accuracy is None else accuracy)
     a = np.concatenate([np.asarray(TABLE_A), np.asarray(CURVE_A)])
     out = _tracecache.call(_shuffle_core, (jnp.float64(sigma), jnp.float64(rounds), jnp.float64(epochs),
-                                           jnp.asarray(np.asarray(deltas, float)), jnp.asarray(a)), multi_epoch=bool(epochs > 1))
+                                           jnp.asarray(np.asarray(deltas, float)), jnp.asarray(a)),
+                           multi_epoch=bool(epochs > 1), accuracy=accuracy)
     out = {k: np.asarray(v) for k, v in out.items()}
+    out["eps_lower"], out["eps"] = _refined_eps(sigma, rounds, epochs, deltas, out["eps_lower"], out["eps"], accuracy)
+    out["accuracy"] = accuracy
+    out["eps_width"] = float(np.nanmax(_acc.relative_width(out["eps_lower"], out["eps"]), initial=0.0))
     n = len(TABLE_A)
     res = {k: v for k, v in out.items() if not k.startswith("tradeoff_")}
     res["table"] = {k: v[:n] for k, v in out.items() if k.startswith("tradeoff_")}

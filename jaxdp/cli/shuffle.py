@@ -30,6 +30,9 @@ def add_parser(sub, common):
     s.add_argument("--rounds", "-M", type=A.ROUNDS, default=10000, help="rounds per epoch M (default 10000)")
     s.add_argument("--epochs", "-E", type=A.EPOCHS, default=1, help="epochs E (default 1)")
     s.add_argument("--delta", type=A.list_of(A.DELTA, "delta list"), default=[1e-5], help="delta(s) for eps (default 1e-5)")
+    s.add_argument("--accuracy", type=A.ACCURACY, default=A.DEFAULT_ACCURACY,
+                   help="largest relative width (upper - lower) / upper of the certified eps brackets; the PLD grid is "
+                   f"chosen for it, coarse first (default {A.DEFAULT_ACCURACY:g})")
     s.set_defaults(func=run)
     return s
 
@@ -123,6 +126,16 @@ def _tradeoff_cell(notes, x, why, key, args):
     return notes.cell(x, why, 6)
 
 
+def _accuracy_line(args, r):
+    """Said only when an eps bracket stayed wider than ``--accuracy`` (the table shows both ends)."""
+    if not r["eps_width"] > r["accuracy"]:
+        return []
+    where = ("the closed-form envelope below the exact law's domain, which no grid narrows"
+             if args.sigma < EXACT_RANGE[0] else "the finest grid tried")
+    return [wrap(f"widest eps bracket {num(r['eps_width'], 2)} (relative) > --accuracy {num(r['accuracy'])} "
+                 f"on {where}; the upper ends are still sound")]
+
+
 def _text(args, r, regime, notes, why):
     gaps = _gap_rows(args, r, notes, why)
     eps_rows = [[num(d), notes.cell(lo, why["eps"], 6), notes.cell(up, why["eps"], 6)]
@@ -143,6 +156,7 @@ def _text(args, r, regime, notes, why):
         "",
         "(epsilon, delta): certified bracket, worse of add/remove",
         table(["delta", "eps lower", "eps (certified)"], eps_rows, wide=args.wide),
+    ] + _accuracy_line(args, r) + [
         "",
         wrap(f"trade-off curve f(a) = T(P, Q), reverse = T(Q, P); exact: {exact_f}; Berry-Esseen: lower bound on f; "
              "CLT, Edgeworth: approximations", ""),
@@ -159,7 +173,7 @@ def _payload(args, r, regime, why, path):
            for d, lo, up in zip(args.delta, r["eps_lower"], r["eps"])]
     return dict(command="shuffle", noise_multiplier=args.sigma, num_rounds=args.rounds, num_epochs=args.epochs,
                 regime=regime[0], regime_explanation=regime[1], mu_clt=r["mu_clt"], gap=gap, gap_kind=kd,
-                epsilon=eps, tradeoff=trade, plot=path)
+                epsilon=eps, accuracy=r["accuracy"], eps_bracket_width=r["eps_width"], tradeoff=trade, plot=path)
 
 
 def _plot(args, r):
@@ -183,7 +197,7 @@ def run(args):
 
     what = "certified multi-epoch accountant" if args.epochs > 1 else "exact shuffle accountant"
     with working(args, what):
-        r = cc.shuffle_report(args.sigma, args.rounds, args.epochs, args.delta)
+        r = cc.shuffle_report(args.sigma, args.rounds, args.epochs, args.delta, args.accuracy)
     r = mask_approximations(args, r)
     regime = regime_text(args, cf.regime(args.sigma, float(args.rounds)))
     why = reasons(args, r)

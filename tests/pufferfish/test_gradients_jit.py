@@ -34,6 +34,7 @@ def test_gradients_match_finite_differences():
                 assert abs(g - fd) <= 1e-4 * max(abs(fd), 1e-8), (a0, e0, wrt, k, g, fd)
 
 
+@pytest.mark.acceptance  # README suite budget (issue 18): jit, eager and vmap programs of every method, ~10 s of XLA
 def test_jit_equals_eager_and_vmap():
     # (exact is compared in test_vectors / test_soundness; skipped here to save one compilation)
     methods = [m for m in pf.LAPLACE_METHODS if m != "exact"]
